@@ -1,0 +1,88 @@
+# minidoc -- one Makefile, configuration at the top.
+#
+#   make            build the library, the CLI and the tests (asserts on)
+#   make demo       build and run the scripted demo (tools/demo.sh)
+#   make test       install missing Debian packages, build, run every test
+#   make check      alias of test
+#   make bench      build the benchmark programs
+#   make clean
+#
+# Build modes:
+#   MODE=debug      -O0, asserts on            (default: -O2, asserts on)
+#   MODE=release    -O2 -DNDEBUG
+#   SANITIZER=address|undefined|thread
+#   CI=true         adds -Werror
+
+CC        ?= cc
+MODE      ?= default
+SANITIZER ?=
+BUILD     ?= build
+
+PKGS      := libbson-1.0 libzstd snappy lmdb
+CPPFLAGS  += -D_GNU_SOURCE -Iinclude -Iengine -Immapv1 -Ibtree -Iquery
+CPPFLAGS  += $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+CFLAGS    += -std=c11 -Wall -Wextra -Wshadow -Wno-unused-parameter -g -pthread
+LDLIBS    += $(shell pkg-config --libs libbson-1.0 2>/dev/null) -lm -lpthread
+
+ifeq ($(MODE),debug)
+  CFLAGS += -O0
+else ifeq ($(MODE),release)
+  CFLAGS += -O2 -DNDEBUG
+else
+  CFLAGS += -O2
+endif
+ifneq ($(SANITIZER),)
+  CFLAGS  += -fsanitize=$(SANITIZER) -fno-omit-frame-pointer -fno-sanitize-recover=all
+  LDFLAGS += -fsanitize=$(SANITIZER)
+  BUILD   := $(BUILD)-$(SANITIZER)
+endif
+ifeq ($(CI),true)
+  CFLAGS += -Werror
+endif
+
+LIB_SRCS  := $(wildcard engine/*.c mmapv1/*.c btree/*.c query/*.c)
+LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/%.o)
+LIB       := $(BUILD)/libminidoc.a
+CLI       := $(BUILD)/minidoc
+TEST_SRCS := $(wildcard tests/*/test_*.c)
+TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/%.o)
+TEST_BIN  := $(BUILD)/test_minidoc
+
+.PHONY: all deps demo test check bench clean
+
+all: $(LIB) $(CLI) $(TEST_BIN)
+
+deps:
+	@tools/deps.sh
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(LIB): $(LIB_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(CLI): $(BUILD)/tools/minidoc.o $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(TEST_BIN): $(TEST_OBJS) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcriterion
+
+demo: deps
+	@$(MAKE) --no-print-directory $(CLI)
+	@MINIDOC=$(CLI) tools/demo.sh
+
+test: deps
+	@$(MAKE) --no-print-directory all
+	$(TEST_BIN) -j2 --short-filename
+	MINIDOC=$(CLI) tests/tools/test_cli.sh
+
+check: test
+
+bench: $(LIB)
+
+clean:
+	rm -rf build build-*
+
+-include $(LIB_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(BUILD)/tools/minidoc.d

@@ -1,0 +1,351 @@
+/*
+ * eng.h -- the engine contract: what query/ may ask of a storage engine.
+ *
+ * An engine stores three things and knows nothing of queries:
+ *
+ *   record stores  one per collection: RecordId -> raw BSON bytes
+ *   sorted stores  one per index: ordered (key bytes, RecordId) pairs; the
+ *                  keys arrive already encoded so that memcmp orders them
+ *   the catalog    small named metadata documents (collection options and
+ *                  index specs), persisted by the engine so that a reopened
+ *                  database is complete
+ *
+ * Every write happens inside a transaction (eng_txn): mmapv1 turns it into
+ * write intents with pre-images (rollback now, journal later); btree turns
+ * it into log records and versioned updates.  A failed write is aborted and
+ * leaves no trace.
+ *
+ * Engines are objects with a table of operations (like WiredTiger's
+ * WT_COMPRESSOR callbacks): each engine struct begins with `const
+ * eng_ops *ops`.  The eng_* wrapper functions below are what callers use.
+ *
+ * Borrowed views: a pointer returned by eng_rs_get() or a cursor points into
+ * engine memory (for mmapv1, into a file mapping).  It stays valid until the
+ * next write through the same engine or the end of the enclosing
+ * transaction, whichever comes first.  Copy what you need to keep.
+ *
+ * Identifiers ("idents") name storage objects.  query/ derives them from
+ * namespaces: collection "test.c", index "test.c.$x_1".  An ident is at most
+ * ENG_IDENT_MAX - 1 bytes.
+ */
+#ifndef ENG_H
+#define ENG_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "minidoc.h"
+
+#define ENG_IDENT_MAX 128
+
+/*
+ * RecordId.  Never 0 for a live record (0 is "none").  mmapv1: the physical
+ * location (file << 32 | offset), so a move changes it.  btree: a 64-bit
+ * counter that never changes.
+ */
+typedef int64_t eng_rid;
+#define ENG_RID_NONE ((eng_rid)0)
+
+typedef struct eng_engine eng_engine;
+typedef struct eng_txn eng_txn;
+typedef struct eng_rs eng_rs;
+typedef struct eng_ss eng_ss;
+typedef struct eng_rs_cursor eng_rs_cursor;
+typedef struct eng_ss_cursor eng_ss_cursor;
+typedef struct eng_ops eng_ops;
+
+/* A byte patch for an in-place update: copy `len` bytes from offset
+ * `src_ofs` of the new document to offset `dst_ofs` of the stored one. */
+typedef struct eng_damage {
+    uint32_t src_ofs;
+    uint32_t dst_ofs;
+    uint32_t len;
+} eng_damage;
+
+/* Record allocation strategies (mmapv1; other engines ignore them). */
+enum eng_alloc {
+    ENG_ALLOC_POWEROF2 = 0,     /* quantize record+header to a bucket size */
+    ENG_ALLOC_NOPADDING = 1,    /* exact fit */
+    ENG_ALLOC_PADDINGFACTOR = 2 /* adaptive 1.0..2.0 factor of MongoDB 2.x */
+};
+const char *eng_alloc_name(int alloc);
+int eng_alloc_parse(const char *name); /* -1 if unknown */
+
+typedef struct eng_rs_options {
+    int alloc;           /* enum eng_alloc */
+    bool capped;
+    int64_t capped_size; /* bytes */
+    int64_t capped_max;  /* documents, 0 = no limit */
+} eng_rs_options;
+
+typedef struct eng_rs_stats {
+    int64_t count;         /* live records */
+    int64_t data_size;     /* as MongoDB's collStats "size" for this engine */
+    int64_t storage_size;  /* bytes reserved for the collection */
+    int64_t n_inserts;
+    int64_t n_updates;
+    int64_t n_inplace;     /* updates that kept their location */
+    int64_t n_moves;       /* updates that moved the record */
+    int64_t bytes_written; /* document bytes written by inserts and updates */
+} eng_rs_stats;
+
+/* Options of mmapv1's compact; other engines may ignore them. */
+typedef struct eng_compact_opts {
+    enum { ENG_PAD_NONE, ENG_PAD_PRESERVE, ENG_PAD_MANUAL } padding;
+    double padding_factor; /* MANUAL: 1.0 .. 4.0 */
+    int32_t padding_bytes; /* MANUAL: 0 .. */
+} eng_compact_opts;
+
+/*
+ * validate accumulates findings here.  Engines add errors with
+ * eng_validate_error() and facts with BSON_APPEND_* on `info`, whose fields
+ * end up at the top level of the validate reply (nrecords, deletedCount...).
+ */
+typedef struct eng_validate {
+    bool full;
+    int nerrors;
+    bson_t errors; /* array of strings */
+    bson_t info;
+} eng_validate;
+void eng_validate_init(eng_validate *v, bool full);
+void eng_validate_cleanup(eng_validate *v);
+void eng_validate_error(eng_validate *v, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Called once per catalog entry by eng_meta_list(); nonzero stops. */
+typedef int (*eng_meta_fn)(void *ctx, const char *key, const bson_t *value);
+
+/* -------------------------------------------------------------------------
+ * The operations table.  Optional entries may be NULL; the wrappers then
+ * return MD_ENOTSUP.
+ * ---------------------------------------------------------------------- */
+struct eng_ops {
+    const char *name; /* "mmapv1", "btree" */
+    /* capability flags */
+    bool has_damages;     /* rs_update_damages is meaningful */
+    bool collection_lock; /* query/ must take a collection rwlock */
+
+    int (*open)(const char *dir, const char *db_name, const bson_t *opts,
+                eng_engine **out, md_error *err);
+    void (*close)(eng_engine *e);
+    int (*flush)(eng_engine *e, bool sync, md_error *err);
+    void (*append_status)(eng_engine *e, bson_t *status);
+    int64_t (*total_moves)(eng_engine *e);
+
+    int (*txn_begin)(eng_engine *e, eng_txn **out);
+    int (*txn_commit)(eng_txn *t, bool durable, md_error *err);
+    void (*txn_abort)(eng_txn *t);
+
+    int (*meta_put)(eng_engine *e, eng_txn *t, const char *key, const bson_t *value,
+                    md_error *err);
+    int (*meta_get)(eng_engine *e, const char *key, bson_t *out);
+    int (*meta_del)(eng_engine *e, eng_txn *t, const char *key);
+    int (*meta_list)(eng_engine *e, eng_meta_fn fn, void *ctx);
+
+    int (*rs_create)(eng_engine *e, eng_txn *t, const char *ident,
+                     const eng_rs_options *o, md_error *err);
+    int (*rs_open)(eng_engine *e, const char *ident, eng_rs **out, md_error *err);
+    void (*rs_close)(eng_rs *rs);
+    int (*rs_drop)(eng_engine *e, eng_txn *t, const char *ident);
+    int (*rs_insert)(eng_rs *rs, eng_txn *t, const uint8_t *data, uint32_t len,
+                     eng_rid *out, md_error *err);
+    int (*rs_get)(eng_rs *rs, eng_rid rid, const uint8_t **data, uint32_t *len);
+    int (*rs_update)(eng_rs *rs, eng_txn *t, eng_rid rid, const uint8_t *data,
+                     uint32_t len, eng_rid *new_rid, bool *moved, md_error *err);
+    int (*rs_update_damages)(eng_rs *rs, eng_txn *t, eng_rid rid, const uint8_t *src,
+                             const eng_damage *d, size_t nd, md_error *err);
+    int (*rs_remove)(eng_rs *rs, eng_txn *t, eng_rid rid);
+    int (*rs_truncate)(eng_rs *rs, eng_txn *t);
+    int (*rs_set_alloc)(eng_rs *rs, eng_txn *t, int alloc);
+    void (*rs_stats)(eng_rs *rs, eng_rs_stats *s);
+    void (*rs_append_stats)(eng_rs *rs, bson_t *sub); /* the engine subdocument */
+    int (*rs_validate)(eng_rs *rs, eng_validate *v);
+    int (*rs_compact)(eng_rs *rs, eng_txn *t, const eng_compact_opts *o, bson_t *info,
+                      md_error *err);
+
+    int (*rs_cursor_open)(eng_rs *rs, bool forward, eng_rs_cursor **out);
+    int (*rs_cursor_next)(eng_rs_cursor *c, eng_rid *rid, const uint8_t **data,
+                          uint32_t *len);
+    void (*rs_cursor_save)(eng_rs_cursor *c);
+    int (*rs_cursor_restore)(eng_rs_cursor *c);
+    void (*rs_cursor_close)(eng_rs_cursor *c);
+
+    int (*ss_create)(eng_engine *e, eng_txn *t, const char *ident, md_error *err);
+    int (*ss_open)(eng_engine *e, const char *ident, eng_ss **out, md_error *err);
+    void (*ss_close)(eng_ss *ss);
+    int (*ss_drop)(eng_engine *e, eng_txn *t, const char *ident);
+    int (*ss_insert)(eng_ss *ss, eng_txn *t, const uint8_t *key, uint32_t klen, eng_rid rid,
+                     bool unique, eng_rid *dup_rid, md_error *err);
+    int (*ss_remove)(eng_ss *ss, eng_txn *t, const uint8_t *key, uint32_t klen, eng_rid rid);
+    int (*ss_truncate)(eng_ss *ss, eng_txn *t);
+    int64_t (*ss_size)(eng_ss *ss);    /* bytes on disk, for totalIndexSize */
+    int64_t (*ss_entries)(eng_ss *ss); /* number of (key, rid) pairs */
+    int (*ss_validate)(eng_ss *ss, eng_validate *v);
+
+    int (*ss_cursor_open)(eng_ss *ss, eng_ss_cursor **out);
+    int (*ss_cursor_seek)(eng_ss_cursor *c, const uint8_t *key, uint32_t klen, eng_rid rid);
+    int (*ss_cursor_next)(eng_ss_cursor *c);
+    int (*ss_cursor_prev)(eng_ss_cursor *c);
+    int (*ss_cursor_get)(eng_ss_cursor *c, const uint8_t **key, uint32_t *klen,
+                         eng_rid *rid);
+    void (*ss_cursor_save)(eng_ss_cursor *c);
+    int (*ss_cursor_restore)(eng_ss_cursor *c);
+    void (*ss_cursor_close)(eng_ss_cursor *c);
+};
+
+/* Every engine object begins with this header. */
+struct eng_engine {
+    const eng_ops *ops;
+};
+struct eng_txn {
+    eng_engine *engine;
+};
+struct eng_rs {
+    eng_engine *engine;
+};
+struct eng_ss {
+    eng_engine *engine;
+};
+struct eng_rs_cursor {
+    eng_rs *rs;
+};
+struct eng_ss_cursor {
+    eng_ss *ss;
+};
+
+/* ---- registry (eng_registry.c) ------------------------------------------- */
+/* The engine named `name`, or NULL.  eng_engines() is NULL-terminated. */
+const eng_ops *eng_find(const char *name);
+const eng_ops *const *eng_engines(void);
+
+/* ---- wrappers -------------------------------------------------------------
+ * Semantics of each (all return 0 or a negative MD_* code):
+ *
+ * eng_open           open or create the engine's files for database db_name
+ *                    in dir.  Takes the directory lock (MD_EBUSY).
+ * eng_flush          write everything to the data files; sync => fsync too.
+ *
+ * eng_txn_begin      start a unit of work.  One at a time per engine in this
+ *                    version.  commit(durable) makes it permanent (durable:
+ *                    wait until it would survive a crash, where the engine
+ *                    can); abort undoes every change made through it.
+ *
+ * eng_meta_*         the catalog: small BSON documents by key.  get copies
+ *                    into an uninitialized `out` (bson_init'ed by the call
+ *                    on success); MD_NOTFOUND when absent.  list visits
+ *                    entries in key order.
+ *
+ * eng_rs_create      MD_EEXISTS if the ident exists.
+ * eng_rs_insert      store a copy of data; *out gets the new RecordId.
+ * eng_rs_get         borrowed view (see top); MD_NOTFOUND if no such record.
+ * eng_rs_update      replace the record.  *new_rid is the RecordId now (may
+ *                    differ where the engine moves records), *moved says
+ *                    whether it did.  Counts an in-place update or a move.
+ * eng_rs_update_damages
+ *                    apply patches in place; the size must not change.
+ *                    MD_ENOTSUP on engines without in-place updates.
+ * eng_rs_remove      MD_NOTFOUND if absent.
+ * eng_rs_truncate    remove every record.
+ * eng_rs_compact     rewrite records into fresh space.  RecordIds change:
+ *                    the caller must rebuild every index afterwards.
+ *
+ * rs cursors         next returns MD_NOTFOUND at the end.  save before any
+ *                    write to the store; restore afterwards.  A record removed
+ *                    or moved while saved is skipped; the cursor resumes at
+ *                    the record that followed the last one returned.
+ *
+ * eng_ss_insert      entries are ordered by (key bytes by memcmp, then rid).
+ *                    unique: if an entry with equal key bytes and another rid
+ *                    exists, return MD_EDUPKEY with *dup_rid set.  Inserting
+ *                    an existing (key, rid) pair is a no-op returning 0.
+ * eng_ss_remove      MD_NOTFOUND if the pair is absent.
+ * ss cursors         seek positions at the first entry >= (key, rid); use
+ *                    rid 0 for "first entry with this key or after", and
+ *                    klen 0 for the first entry of all.  next / prev / seek
+ *                    return MD_NOTFOUND when they run off an end; the cursor
+ *                    then rests past that end, so prev() after running off
+ *                    the right end (or after a seek past every entry) gives
+ *                    the last entry, and next() after running off the left
+ *                    end gives the first.  get returns a borrowed view of the
+ *                    current entry (MD_NOTFOUND when resting past an end).
+ *                    save/restore: restore re-positions on the saved entry,
+ *                    or on the next greater one if it was removed.
+ * ------------------------------------------------------------------------ */
+int eng_open(const eng_ops *ops, const char *dir, const char *db_name, const bson_t *opts,
+             eng_engine **out, md_error *err);
+void eng_close(eng_engine *e);
+int eng_flush(eng_engine *e, bool sync, md_error *err);
+
+int eng_txn_begin(eng_engine *e, eng_txn **out);
+int eng_txn_commit(eng_txn *t, bool durable, md_error *err);
+void eng_txn_abort(eng_txn *t);
+
+int eng_meta_put(eng_engine *e, eng_txn *t, const char *key, const bson_t *value,
+                 md_error *err);
+int eng_meta_get(eng_engine *e, const char *key, bson_t *out);
+int eng_meta_del(eng_engine *e, eng_txn *t, const char *key);
+int eng_meta_list(eng_engine *e, eng_meta_fn fn, void *ctx);
+
+int eng_rs_create(eng_engine *e, eng_txn *t, const char *ident, const eng_rs_options *o,
+                  md_error *err);
+int eng_rs_open(eng_engine *e, const char *ident, eng_rs **out, md_error *err);
+void eng_rs_close(eng_rs *rs);
+int eng_rs_drop(eng_engine *e, eng_txn *t, const char *ident);
+int eng_rs_insert(eng_rs *rs, eng_txn *t, const uint8_t *data, uint32_t len, eng_rid *out,
+                  md_error *err);
+int eng_rs_get(eng_rs *rs, eng_rid rid, const uint8_t **data, uint32_t *len);
+int eng_rs_update(eng_rs *rs, eng_txn *t, eng_rid rid, const uint8_t *data, uint32_t len,
+                  eng_rid *new_rid, bool *moved, md_error *err);
+bool eng_rs_has_damages(eng_rs *rs);
+int eng_rs_update_damages(eng_rs *rs, eng_txn *t, eng_rid rid, const uint8_t *src,
+                          const eng_damage *d, size_t nd, md_error *err);
+int eng_rs_remove(eng_rs *rs, eng_txn *t, eng_rid rid);
+int eng_rs_truncate(eng_rs *rs, eng_txn *t);
+int eng_rs_set_alloc(eng_rs *rs, eng_txn *t, int alloc);
+void eng_rs_stats(eng_rs *rs, eng_rs_stats *s);
+void eng_rs_append_stats(eng_rs *rs, bson_t *sub);
+int eng_rs_validate(eng_rs *rs, eng_validate *v);
+int eng_rs_compact(eng_rs *rs, eng_txn *t, const eng_compact_opts *o, bson_t *info,
+                   md_error *err);
+
+int eng_rs_cursor_open(eng_rs *rs, bool forward, eng_rs_cursor **out);
+int eng_rs_cursor_next(eng_rs_cursor *c, eng_rid *rid, const uint8_t **data, uint32_t *len);
+void eng_rs_cursor_save(eng_rs_cursor *c);
+int eng_rs_cursor_restore(eng_rs_cursor *c);
+void eng_rs_cursor_close(eng_rs_cursor *c);
+
+int eng_ss_create(eng_engine *e, eng_txn *t, const char *ident, md_error *err);
+int eng_ss_open(eng_engine *e, const char *ident, eng_ss **out, md_error *err);
+void eng_ss_close(eng_ss *ss);
+int eng_ss_drop(eng_engine *e, eng_txn *t, const char *ident);
+int eng_ss_insert(eng_ss *ss, eng_txn *t, const uint8_t *key, uint32_t klen, eng_rid rid,
+                  bool unique, eng_rid *dup_rid, md_error *err);
+int eng_ss_remove(eng_ss *ss, eng_txn *t, const uint8_t *key, uint32_t klen, eng_rid rid);
+int eng_ss_truncate(eng_ss *ss, eng_txn *t);
+int64_t eng_ss_size(eng_ss *ss);
+int64_t eng_ss_entries(eng_ss *ss);
+int eng_ss_validate(eng_ss *ss, eng_validate *v);
+
+int eng_ss_cursor_open(eng_ss *ss, eng_ss_cursor **out);
+int eng_ss_cursor_seek(eng_ss_cursor *c, const uint8_t *key, uint32_t klen, eng_rid rid);
+int eng_ss_cursor_next(eng_ss_cursor *c);
+int eng_ss_cursor_prev(eng_ss_cursor *c);
+int eng_ss_cursor_get(eng_ss_cursor *c, const uint8_t **key, uint32_t *klen, eng_rid *rid);
+void eng_ss_cursor_save(eng_ss_cursor *c);
+int eng_ss_cursor_restore(eng_ss_cursor *c);
+void eng_ss_cursor_close(eng_ss_cursor *c);
+
+/* ---- shared utilities (eng_util.c) --------------------------------------- */
+/* Compare (key, rid) pairs in sorted-store order: memcmp, shorter first, rid. */
+int eng_key_cmp(const uint8_t *a, uint32_t alen, eng_rid arid, const uint8_t *b,
+                uint32_t blen, eng_rid brid);
+/* Corruption report: fills err with DataCorruptionDetected naming file:line. */
+#define ENG_CORRUPT(err, ...) eng_corrupt_at((err), __FILE__, __LINE__, __VA_ARGS__)
+int eng_corrupt_at(md_error *err, const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Map a negative MD_* code to the closest MongoDB code. */
+int eng_rc_to_code(int rc);
+
+#endif /* ENG_H */

@@ -1,0 +1,205 @@
+/*
+ * eng_util.c -- utilities shared by every layer: error reporting (md_error,
+ * MongoDB code names, corruption reports), the validate accumulator, key
+ * ordering for sorted stores, and the allocation strategy names.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "eng.h"
+
+const char *md_strerror(int rc)
+{
+    switch (rc) {
+    case MD_OK: return "MD_OK: success";
+    case MD_NOTFOUND: return "MD_NOTFOUND: not found";
+    case MD_ERROR: return "MD_ERROR: operation failed";
+    case MD_EINVAL: return "MD_EINVAL: invalid argument";
+    case MD_ENOMEM: return "MD_ENOMEM: out of memory";
+    case MD_EIO: return "MD_EIO: I/O error";
+    case MD_ECORRUPT: return "MD_ECORRUPT: data corruption detected";
+    case MD_EDUPKEY: return "MD_EDUPKEY: duplicate key";
+    case MD_EBUSY: return "MD_EBUSY: database directory in use";
+    case MD_ENOSPC: return "MD_ENOSPC: no space left";
+    case MD_ENOTSUP: return "MD_ENOTSUP: not supported by this engine";
+    case MD_ETOOBIG: return "MD_ETOOBIG: size limit exceeded";
+    case MD_EREADONLY: return "MD_EREADONLY: handle is read-only after a failed write";
+    case MD_EEXISTS: return "MD_EEXISTS: already exists";
+    default: return "unknown minidoc error";
+    }
+}
+
+const char *md_code_name(int code)
+{
+    static const struct {
+        int code;
+        const char *name;
+    } names[] = {
+        {0, "OK"},
+        {1, "InternalError"},
+        {2, "BadValue"},
+        {4, "NoSuchKey"},
+        {5, "GraphContainsCycle"},
+        {8, "UnknownError"},
+        {9, "FailedToParse"},
+        {10, "CannotMutateObject"},
+        {300, "DataCorruptionDetected"},
+        {14, "TypeMismatch"},
+        {15, "Overflow"},
+        {20, "IllegalOperation"},
+        {21, "EmptyArrayOperation"},
+        {22, "InvalidBSON"},
+        {24, "LockTimeout"},
+        {26, "NamespaceNotFound"},
+        {27, "IndexNotFound"},
+        {28, "PathNotViable"},
+        {29, "NonExistentPath"},
+        {30, "InvalidPath"},
+        {39, "FileStreamFailed"},
+        {40, "ConflictingUpdateOperators"},
+        {43, "CursorNotFound"},
+        {48, "NamespaceExists"},
+        {52, "DollarPrefixedFieldName"},
+        {53, "InvalidIdField"},
+        {54, "NotSingleValueField"},
+        {56, "EmptyFieldName"},
+        {57, "DottedFieldName"},
+        {59, "CommandNotFound"},
+        {66, "ImmutableField"},
+        {67, "CannotCreateIndex"},
+        {68, "IndexAlreadyExists"},
+        {72, "InvalidOptions"},
+        {73, "InvalidNamespace"},
+        {85, "IndexOptionsConflict"},
+        {86, "IndexKeySpecsConflict"},
+        {98, "DBPathInUse"},
+        {112, "WriteConflict"},
+        {115, "CommandNotSupported"},
+        {136, "CappedPositionLost"},
+        {171, "CannotIndexParallelArrays"},
+        {227, "CannotImplicitlyCreateCollection"},
+        {238, "NotYetImplemented"},
+        {10334, "BSONObjectTooLarge"},
+        {11000, "DuplicateKey"},
+        {14031, "OutOfDiskSpace"},
+        {17280, "KeyTooLong"},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (names[i].code == code)
+            return names[i].name;
+    return "UnknownError";
+}
+
+int eng_rc_to_code(int rc)
+{
+    switch (rc) {
+    case MD_OK: return MD_CODE_OK;
+    case MD_NOTFOUND: return MD_CODE_NO_SUCH_KEY;
+    case MD_EINVAL: return MD_CODE_BAD_VALUE;
+    case MD_ECORRUPT: return MD_CODE_DATA_CORRUPTION_DETECTED;
+    case MD_EDUPKEY: return MD_CODE_DUPLICATE_KEY;
+    case MD_EBUSY: return MD_CODE_DBPATH_IN_USE;
+    case MD_ENOSPC: return MD_CODE_OUT_OF_DISK_SPACE;
+    case MD_ENOTSUP: return MD_CODE_COMMAND_NOT_SUPPORTED;
+    case MD_ETOOBIG: return MD_CODE_BSON_OBJECT_TOO_LARGE;
+    case MD_EIO: return MD_CODE_FILE_STREAM_FAILED;
+    case MD_EEXISTS: return MD_CODE_NAMESPACE_EXISTS;
+    default: return MD_CODE_INTERNAL_ERROR;
+    }
+}
+
+static int error_vset(md_error *err, int rc, int code, const char *fmt, va_list ap)
+{
+    if (err) {
+        err->code = code;
+        snprintf(err->code_name, sizeof err->code_name, "%s", md_code_name(code));
+        vsnprintf(err->message, sizeof err->message, fmt, ap);
+    }
+    return rc;
+}
+
+int md_error_set(md_error *err, int rc, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    error_vset(err, rc, code, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+void md_error_clear(md_error *err)
+{
+    if (err) {
+        err->code = 0;
+        err->code_name[0] = '\0';
+        err->message[0] = '\0';
+    }
+}
+
+int eng_corrupt_at(md_error *err, const char *file, int line, const char *fmt, ...)
+{
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return md_error_set(err, MD_ECORRUPT, MD_CODE_DATA_CORRUPTION_DETECTED, "%s (detected at %s:%d)",
+                        msg, file, line);
+}
+
+void eng_validate_init(eng_validate *v, bool full)
+{
+    v->full = full;
+    v->nerrors = 0;
+    bson_init(&v->errors);
+    bson_init(&v->info);
+}
+
+void eng_validate_cleanup(eng_validate *v)
+{
+    bson_destroy(&v->errors);
+    bson_destroy(&v->info);
+}
+
+void eng_validate_error(eng_validate *v, const char *fmt, ...)
+{
+    char msg[1024], key[16];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    snprintf(key, sizeof key, "%d", v->nerrors++);
+    bson_append_utf8(&v->errors, key, -1, msg, -1);
+}
+
+int eng_key_cmp(const uint8_t *a, uint32_t alen, eng_rid arid, const uint8_t *b,
+                uint32_t blen, eng_rid brid)
+{
+    uint32_t n = alen < blen ? alen : blen;
+    int c = n ? memcmp(a, b, n) : 0;
+    if (c)
+        return c < 0 ? -1 : 1;
+    if (alen != blen)
+        return alen < blen ? -1 : 1;
+    if (arid != brid)
+        return arid < brid ? -1 : 1;
+    return 0;
+}
+
+const char *eng_alloc_name(int alloc)
+{
+    switch (alloc) {
+    case ENG_ALLOC_POWEROF2: return "powerOf2";
+    case ENG_ALLOC_NOPADDING: return "noPadding";
+    case ENG_ALLOC_PADDINGFACTOR: return "paddingFactor";
+    default: return "unknown";
+    }
+}
+
+int eng_alloc_parse(const char *name)
+{
+    for (int a = ENG_ALLOC_POWEROF2; a <= ENG_ALLOC_PADDINGFACTOR; a++)
+        if (strcmp(name, eng_alloc_name(a)) == 0)
+            return a;
+    return -1;
+}

@@ -1,0 +1,134 @@
+/*
+ * q.h -- the query layer: MongoDB's query and update language over the
+ * engine contract (engine/eng.h).
+ *
+ * Pieces, each in its own file:
+ *
+ *   q_match.c    parse a filter into a matcher; match a document
+ *   q_update.c   parse an update (operators or replacement); apply it to a
+ *                document, producing the new document and, when the size is
+ *                unchanged, the damage list (the byte ranges that changed)
+ *   q_key.c      index keys: a memcmp-comparable encoding of BSON values
+ *                (after MongoDB's KeyString) and key generation from a key
+ *                pattern, one key per array element for multikey paths
+ *   q_catalog.c  collections and their indexes, persisted in the engine's
+ *                catalog
+ *   q_write.c    insert / update / delete of one document, keeping every
+ *                index exact (including mmapv1 moves)
+ *   q_cmd*.c     the command dispatcher and each command's reply
+ *   q_cursor.c   server-side cursors for find / getMore / killCursors
+ *   q_api.c      include/minidoc.h: md_db, typed wrappers, md_cursor
+ *
+ * query/ never knows which engine runs below it; where it matters it asks
+ * the engine for a capability (eng_rs_has_damages, ops->collection_lock).
+ */
+#ifndef Q_H
+#define Q_H
+
+#include <bson/bson.h>
+#include <stdbool.h>
+
+#include "eng.h"
+#include "minidoc.h"
+
+/* ---- growable byte buffer ---------------------------------------------- */
+typedef struct q_buf {
+    uint8_t *data;
+    size_t len, cap;
+} q_buf;
+void q_buf_init(q_buf *b);
+void q_buf_cleanup(q_buf *b);
+void q_buf_append(q_buf *b, const void *p, size_t n);
+void q_buf_putc(q_buf *b, uint8_t c);
+
+/* ---- values (q_value.c) ------------------------------------------------- */
+/*
+ * Compare two BSON values in MongoDB's order: MinKey < null < numbers <
+ * string < object < array < binData < ObjectId < bool < date < timestamp <
+ * regex < MaxKey; numbers by numeric value across int32/int64/double/
+ * decimal128.  Returns <0, 0, >0.
+ */
+int q_value_cmp(const bson_iter_t *a, const bson_iter_t *b);
+/* The canonical type rank used by the order above (MinKey lowest). */
+int q_type_rank(bson_type_t t);
+
+/* ---- matcher (q_match.c) ------------------------------------------------ */
+typedef struct q_matcher q_matcher;
+
+/*
+ * Parse a filter.  Unknown operators give BadValue (2) "unknown operator:
+ * $foo"; malformed arguments give MongoDB's codes.  Caller owns *out.
+ */
+int q_matcher_new(const bson_t *filter, q_matcher **out, md_error *err);
+bool q_matcher_matches(const q_matcher *m, const bson_t *doc);
+void q_matcher_destroy(q_matcher *m);
+/*
+ * Append to `out` the equality fields an upsert seeds its new document with
+ * (top-level and dotted paths with plain values or $eq), in filter order.
+ */
+int q_matcher_upsert_seed(const bson_t *filter, bson_t *out, md_error *err);
+
+/* ---- updates (q_update.c) ------------------------------------------------ */
+typedef struct q_update q_update;
+
+typedef struct q_damages {
+    eng_damage *v;
+    size_t n, cap;
+} q_damages;
+void q_damages_init(q_damages *d);
+void q_damages_cleanup(q_damages *d);
+
+/*
+ * Parse an update document: either all top-level fields are operators
+ * ($set, $inc, ...) or none are (a replacement).  Errors as MongoDB's:
+ * FailedToParse (9) for an unknown modifier, ConflictingUpdateOperators (40)
+ * for conflicting paths, and so on.  Caller owns *out.
+ */
+int q_update_new(const bson_t *update, q_update **out, md_error *err);
+bool q_update_is_replacement(const q_update *u);
+void q_update_destroy(q_update *u);
+
+/*
+ * Apply `u` to `doc`, initializing `out` with the new document.
+ * *changed says whether the result differs from doc.  If `dmg` is not NULL
+ * and the new document has the same length as the old one, dmg receives the
+ * byte ranges that differ (src_ofs == dst_ofs, offsets into the document);
+ * otherwise dmg->n is left 0.  `inserting` is true when applying to the seed
+ * document of an upsert ($setOnInsert applies then).  _id may not change
+ * (ImmutableField, 66).  On error, `out` is left initialized and empty.
+ */
+int q_update_apply(const q_update *u, const bson_t *doc, bool inserting, bson_t *out,
+                   bool *changed, q_damages *dmg, md_error *err);
+
+/* ---- index keys (q_key.c) ------------------------------------------------ */
+/*
+ * Encode one BSON value so that memcmp of two encodings orders them as
+ * q_value_cmp() does (numbers normalized: 42, 42L and 42.0 encode equally).
+ * `descending` inverts every byte of the value's encoding.
+ */
+void q_key_append_value(q_buf *b, const bson_iter_t *it, bool descending);
+/* Encode a missing field (sorts as null, as in MongoDB). */
+void q_key_append_null(q_buf *b, bool descending);
+
+/* A set of encoded keys for one document, deduplicated, in sorted order. */
+typedef struct q_keyset {
+    q_buf *keys;
+    size_t n, cap;
+    bool multikey; /* some key path went through an array */
+} q_keyset;
+void q_keyset_init(q_keyset *ks);
+void q_keyset_cleanup(q_keyset *ks);
+
+/*
+ * Generate the keys of `doc` for index key pattern `pattern` ({a: 1, b.c: -1}).
+ * An array on an indexed path gives one key per element; two array paths in
+ * one compound key are CannotIndexParallelArrays (171).  A key over 1024
+ * bytes is KeyTooLong (17280) with MongoDB 3.x's message.  `sparse`: a
+ * document missing every indexed field gets no key.
+ */
+int q_index_keys(const bson_t *pattern, const bson_t *doc, bool sparse, q_keyset *out,
+                 md_error *err);
+/* Render an encoded key back as the "{ x: 1 }" text of an E11000 message. */
+void q_key_describe(const bson_t *pattern, const bson_t *doc, char *out, size_t outlen);
+
+#endif /* Q_H */
