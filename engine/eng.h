@@ -304,7 +304,7 @@ int eng_rs_update_damages(eng_rs *rs, eng_txn *t, eng_rid rid, const uint8_t *sr
 int eng_rs_remove(eng_rs *rs, eng_txn *t, eng_rid rid);
 int eng_rs_truncate(eng_rs *rs, eng_txn *t);
 int eng_rs_set_alloc(eng_rs *rs, eng_txn *t, int alloc);
-void eng_rs_stats(eng_rs *rs, eng_rs_stats *s);
+void eng_rs_get_stats(eng_rs *rs, eng_rs_stats *s);
 void eng_rs_append_stats(eng_rs *rs, bson_t *sub);
 int eng_rs_validate(eng_rs *rs, eng_validate *v);
 int eng_rs_compact(eng_rs *rs, eng_txn *t, const eng_compact_opts *o, bson_t *info,

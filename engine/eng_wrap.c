@@ -149,7 +149,7 @@ int eng_rs_set_alloc(eng_rs *rs, eng_txn *t, int alloc)
     return OPS(rs)->rs_set_alloc(rs, t, alloc);
 }
 
-void eng_rs_stats(eng_rs *rs, eng_rs_stats *s)
+void eng_rs_get_stats(eng_rs *rs, eng_rs_stats *s)
 {
     memset(s, 0, sizeof *s);
     OPS(rs)->rs_stats(rs, s);
