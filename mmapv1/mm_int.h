@@ -1,0 +1,579 @@
+/*
+ * mm_int.h -- private header of the mmapv1 engine: the on-disk format,
+ * the in-memory objects, and the functions the mm_*.c files share.
+ *
+ * Files of database "test" in directory DIR:
+ *
+ *   DIR/mongod.lock   flock()ed while open; holds the pid
+ *   DIR/test.ns       namespace hash table (default 16 MiB, option nsSize)
+ *   DIR/test.0, .1 .. data files: 64 MiB << n, capped at 0x7ff00000
+ *                     (smallFiles: /4; option firstFileSize for tests)
+ *   DIR/journal/      (reserved for the journal step)
+ *
+ * All integers are little-endian, as the mapped structs below (x86-64 and
+ * arm64 only).  A disk location (DiskLoc) is (file number, byte offset).
+ *
+ * ---- DiskLoc (8 bytes) ----------------------------------------------------
+ *   OFFSET SIZE FIELD
+ *   0      4    a      file number; -1 = null
+ *   4      4    ofs    byte offset in that file (0 when null)
+ *   RecordId = ((int64)a << 32) | ofs, the offset of the record header;
+ *   ofs >= 8192 + 176 for any record, so a RecordId is never 0.
+ *
+ * ---- DataFileHeader: first 8192 bytes of every data file ------------------
+ *   OFFSET SIZE FIELD
+ *   0      4    version         4 (PDFILE_VERSION)
+ *   4      4    versionMinor    6 (PDFILE_VERSION_MINOR_24_AND_NEWER)
+ *   8      4    fileLength      whole file, a multiple of 4096
+ *   12     8    unused          DiskLoc of the never-allocated tail
+ *   20     4    unusedLength    fileLength - unused.ofs - 16
+ *   24     8    freeListStart   first free extent of this file (or null)
+ *   32     8    freeListEnd     last free extent of this file (or null)
+ *   40     8    magic           "MDMMAPV1" (minidoc; MongoDB: reserved)
+ *   48     4    fileNo          n of DIR/test.n (minidoc)
+ *   52     4    (reserved)
+ *   56     8    journalLsn      reserved for the journal step: 0 today
+ *   64     8128 (reserved, zero)
+ *   8192   ...  first extent
+ *
+ * ---- Extent header (176 bytes), 4 KB aligned, length a multiple of 4 KB --
+ *   OFFSET SIZE FIELD
+ *   0      4    magic           0x41424344 ("DCBA" in a hex dump)
+ *   4      8    myLoc           DiskLoc of this header
+ *   12     8    xnext           next extent of the namespace (or free list)
+ *   20     8    xprev           previous extent
+ *   28     128  nsDiagnostic    owning namespace, NUL padded ("$freelist"
+ *                               while on a file's extent free list)
+ *   156    4    length          whole extent including this header
+ *   160    8    firstRecord     first record in the extent's chain (or null)
+ *   168    8    lastRecord      last record of the chain (or null)
+ *   176    ...  records and deleted records; index extents of >= 32 KB
+ *                start their space at the next 4 KB boundary
+ *
+ * ---- Record (16-byte header + data) ---------------------------------------
+ *   OFFSET SIZE FIELD
+ *   0      4    lengthWithHeaders  allocated bytes incl. header and padding,
+ *                                  a multiple of 4
+ *   4      4    extentOfs       offset of the owning extent in the same file
+ *   8      4    nextOfs         next record of the extent's chain, -1 = none
+ *   12     4    prevOfs         previous record of the chain, -1 = none
+ *   16     ...  data            the BSON document (its own int32 length
+ *                               first), then padding up to lengthWithHeaders
+ *   netLength = lengthWithHeaders - 16.  The chain is in insertion order.
+ *
+ * ---- DeletedRecord (overlays a Record) ------------------------------------
+ *   OFFSET SIZE FIELD
+ *   0      4    lengthWithHeaders
+ *   4      4    extentOfs
+ *   8      8    nextDeleted     DiskLoc of the next free record in the bucket
+ *   16     4    0xEEEEEEEE      first data bytes of a deleted record
+ *
+ * ---- .ns file: slot 0 is a header, slots 1..n a hash table (640 B each) ---
+ *   header slot              namespace slot (NamespaceDetails + key)
+ *   OFS SIZE FIELD           OFS SIZE FIELD
+ *   0   8    magic "MDMMNS01" 0   4   hash   0 free, 1 deleted, else
+ *   8   4    version 1                       Namespace::hash | 0x8000000
+ *   12  4    slotSize 640    4   4   kind   1 coll, 2 index, 3 catalog
+ *   16  8    fileSize        8   128 name   "test.c", NUL padded
+ *   24  4    nslots          136 8   firstExtent      144 8 lastExtent
+ *   28  4    (reserved)      152 208 deletedList[26]  free list heads
+ *   32  8    totalMoves      360 8   datasize (sum of netLength)
+ *   40  ...  (reserved)      368 8   nrecords
+ *                            376 4   lastExtentSize   380 4 userFlags
+ *                            384 8   paddingFactor (double)
+ *                            392 8   nInserts         400 8 nUpdates
+ *                            408 8   nInPlace         416 8 nMoves
+ *                            424 8   bytesWritten
+ *                            432 8   indexHead (DiskLoc of the btree root)
+ *                            440 4   nIndexes (collections)
+ *                            444 4   isCapped         448 8 cappedSize
+ *                            456 8   cappedMax
+ *                            464 4   pfFitsCount      468 4 pfMoveCount
+ *                            472 ... (reserved, zero)
+ *   Hash: x = x * 131 + c over the name; slot = 1 + hash % nslots, linear
+ *   probing; a deleted slot keeps hash 1 so that probe chains stay intact.
+ *   userFlags: 1 = Flag_UsePowerOf2Sizes, 2 = Flag_NoPadding,
+ *   0x100 = minidoc's paddingFactor strategy (MongoDB 2.4 behaviour).
+ *
+ * ---- Index buckets --------------------------------------------------------
+ *   An index namespace ("test.c.$x_1") holds its B-tree buckets as ordinary
+ *   records of lengthWithHeaders 8192 (MM_BUCKET_SIZE = 8176 bytes of body),
+ *   managed by mm_btree.c:
+ *
+ *   BUCKET FORMAT (little-endian, packed, MM_BUCKET_SIZE = 8176 bytes)
+ *
+ *   OFFSET SIZE  FIELD
+ *        0    4  magic    "MBT1" (4d 42 54 31)
+ *        4    1  level    0 = leaf, else height above the leaves (< 32)
+ *        5    1  flags    bit 0: leaf (set iff level == 0); others 0
+ *        6    2  n        number of slots (<= 406)
+ *        8    2  top      start of the key area [top, 8176); top >= 48+20n
+ *       10    2  garbage  bytes in the key area no slot uses (removed keys)
+ *       12    4  reserved 0
+ *       16    8  parent   parent bucket, 0 for the root
+ *       24    8  next     leaf: right sibling (0 at the right end); else 0
+ *       32    8  prev     leaf: left sibling (0 at the left end); else 0
+ *       40    8  right    internal: child for entries >= the last
+ *                         separator; leaf: 0
+ *       48  20n  slots    in eng_key_cmp order, each:
+ *                           +0  2  kofs   offset of the key bytes (8176
+ *                                         for an empty key)
+ *                           +2  2  klen   key length (<= 1024)
+ *                           +4  8  rid    RecordId (int64)
+ *                          +12  8  child  internal: child for entries in
+ *                                         [previous separator, this one);
+ *                                         leaf: 0
+ *   48+20n     ...   free gap (contiguous, zeroed when built)
+ *      top     ...   key bytes, packed from the end backwards
+ *
+ *   Free space = gap + garbage; an insert that fits only with the garbage
+ *   first compacts the bucket.
+ *
+ * Example: a root leaf at 0x100002000 after inserting ("b", rid 0x1000)
+ * then ("ab", rid 0x2000); slot 0 is "ab" (smaller), its bytes were packed
+ * last, so they sit lowest:
+ *
+ *   0000  4d 42 54 31 00 01 02 00 ed 1f 00 00 00 00 00 00  magic lvl flg n top
+ *   0010  00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00  parent next
+ *   0020  00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00  prev right
+ *   0030  ed 1f 02 00 00 20 00 00 00 00 00 00 00 00 00 00  slot 0: "ab" 0x2000
+ *   0040  00 00 00 00 ef 1f 01 00 00 10 00 00 00 00 00 00  slot 1: "b" 0x1000
+ *   0050  00 00 00 00 00 00 ...                            (gap)
+ *   1fe0  00 00 00 00 00 00 00 00 00 00 00 00 00 61 62 62  "ab" "b"
+ *
+ * ---- Worked example (dumped from a real file) -----------------------------
+ *   A collection "test.c" created on a fresh database gets its first extent
+ *   at 0:0x2000, length 0x2000 (initialSize(128) = 8192).  Inserting the
+ *   100-byte document {_id: 1, s: <78 x 'x'>} under powerOf2 needs
+ *   100 + 16 = 116 bytes, quantized to 128, split off the front of the
+ *   extent's one big deleted record at 0:0x20b0 (0x2000 + 176); the
+ *   8016 - 128 = 7888 bytes left stay free at 0:0x2130 in bucket 8 (8 KB).
+ *   Extent header, file offset 0x2000:
+ *     2000: 44 43 42 41 00 00 00 00 00 20 00 00 ff ff ff ff  magic, myLoc 0:0x2000,
+ *     2010: 00 00 00 00 ff ff ff ff 00 00 00 00 74 65 73 74  xnext, xprev null,
+ *     2020: 2e 63 00 00 ... (zero to 0x209b)                 nsDiagnostic "test.c"
+ *     2090: .. .. .. .. .. .. .. .. .. .. .. .. 00 20 00 00  length 8192
+ *     20a0: 00 00 00 00 b0 20 00 00 00 00 00 00 b0 20 00 00  first/lastRecord 0:0x20b0
+ *   Record, RecordId 0x20b0:
+ *     20b0: 80 00 00 00 00 20 00 00 ff ff ff ff ff ff ff ff  len 128, extentOfs 0x2000,
+ *                                                            nextOfs, prevOfs -1
+ *     20c0: 64 00 00 00 10 5f 69 64 00 01 00 00 00 02 73 00  BSON len 100, int32 "_id" 1,
+ *     20d0: 4f 00 00 00 78 78 78 ...                          string "s" (79 incl. NUL)
+ *     2120: 78 78 00 00 00 00 00 00 00 00 00 00 00 00 00 00  end of BSON at 0x2123, then
+ *                                                            12 bytes of padding
+ *   Deleted record at 0x2130:
+ *     2130: d0 1e 00 00 00 20 00 00 ff ff ff ff 00 00 00 00  len 7888, extentOfs 0x2000,
+ *                                                            nextDeleted null
+ *   collStats counts netLength: "size" 112 for this document.
+ *
+ * ---- Transactions and the journal -----------------------------------------
+ *   Every byte changed in a mapping is first declared with mm_writing(),
+ *   which records an intent (file number or MM_NS_FILENO, offset, length)
+ *   and saves the pre-image.  Abort copies pre-images back in reverse
+ *   order; commit drops them.  The journal step will log, at commit, the
+ *   same intents with the bytes they now hold (MongoDB's JEntry {len, ofs,
+ *   fileNo}, .ns = 0x7fffffff), group them into sections and replay them at
+ *   open; data file headers keep journalLsn for that.  Creating a data file
+ *   is not undone by abort (MongoDB journals it as FileCreated): the new
+ *   file simply stays empty.  State kept in memory (the catalog map) is
+ *   rebuilt after an abort that touched it.
+ */
+#ifndef MM_INT_H
+#define MM_INT_H
+
+#include <assert.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "eng.h"
+#include "mm.h"
+#include "mm_btree.h"
+
+/* ---- constants (MongoDB 3.0 names in comments) -------------------------- */
+#define MM_DFH_SIZE 8192          /* DataFileHeader::HeaderSize */
+#define MM_EXT_HDR 176            /* Extent::HeaderSize() */
+#define MM_REC_HDR 16             /* MmapV1RecordHeader::HeaderSize */
+#define MM_EXTENT_MAGIC 0x41424344u
+#define MM_NBUCKETS 26            /* RecordStoreV1Base::Buckets */
+#define MM_MAX_ALLOC (16 * 1024 * 1024 + 512 * 1024) /* MaxAllowedAllocation */
+#define MM_MAX_FILE_SIZE 0x7ff00000LL  /* DataFile::maxSize() on 64-bit */
+#define MM_MIN_EXTENT 0x1000      /* ExtentManager::minSize() */
+#define MM_MAX_FILES 16000        /* DiskLoc::MaxFiles */
+#define MM_NULL_OFS (-1)          /* DiskLoc::NullOfs */
+#define MM_MIN_REC_LEN (MM_REC_HDR + 5) /* header + smallest BSON document */
+#define MM_DEFAULT_FIRST_FILE (64LL * 1024 * 1024)
+#define MM_DEFAULT_NS_SIZE (16LL * 1024 * 1024)
+#define MM_MIN_NS_SIZE (16LL * 1024)
+#define MM_NS_SLOT_SIZE 640
+#define MM_NS_FILENO (-1)         /* intent "file number" of the .ns file */
+#define MM_FILE_VERSION 4
+#define MM_FILE_VERSION_MINOR 6
+#define MM_DFH_MAGIC "MDMMAPV1"
+#define MM_NS_MAGIC "MDMMNS01"
+#define MM_FREELIST_NS "$freelist"
+
+#define MM_FLAG_POWEROF2 1        /* Flag_UsePowerOf2Sizes */
+#define MM_FLAG_NOPADDING 2       /* Flag_NoPadding */
+#define MM_FLAG_PADDINGFACTOR 0x100 /* minidoc: MongoDB 2.4's paddingFactor */
+
+enum mm_kind { MM_KIND_FREE = 0, MM_KIND_COLL = 1, MM_KIND_INDEX = 2, MM_KIND_CATALOG = 3 };
+
+/* ---- on-disk structures -------------------------------------------------- */
+typedef struct mm_loc {
+    int32_t a;
+    int32_t ofs;
+} mm_loc;
+
+typedef struct mm_dfh {
+    int32_t version;
+    int32_t version_minor;
+    int32_t file_length;
+    mm_loc unused;
+    int32_t unused_length;
+    mm_loc free_start;
+    mm_loc free_end;
+    char magic[8];
+    int32_t file_no;
+    int32_t reserved0;
+    int64_t journal_lsn;
+    uint8_t reserved[MM_DFH_SIZE - 64];
+} mm_dfh;
+
+typedef struct mm_extent {
+    uint32_t magic;
+    mm_loc my_loc;
+    mm_loc xnext;
+    mm_loc xprev;
+    char ns[128];
+    int32_t length;
+    mm_loc first_record;
+    mm_loc last_record;
+} mm_extent;
+
+typedef struct mm_record {
+    int32_t len; /* lengthWithHeaders */
+    int32_t extent_ofs;
+    int32_t next_ofs;
+    int32_t prev_ofs;
+} mm_record;
+
+typedef struct mm_deleted {
+    int32_t len;
+    int32_t extent_ofs;
+    mm_loc next;
+} mm_deleted;
+
+typedef struct mm_ns_header {
+    char magic[8];
+    uint32_t version;
+    uint32_t slot_size;
+    int64_t file_size;
+    uint32_t nslots;
+    uint32_t reserved0;
+    int64_t total_moves;
+    uint8_t reserved[MM_NS_SLOT_SIZE - 40];
+} mm_ns_header;
+
+typedef struct mm_ns_slot {
+    uint32_t hash;
+    uint32_t kind;
+    char name[128];
+    mm_loc first_extent;
+    mm_loc last_extent;
+    mm_loc deleted[MM_NBUCKETS];
+    int64_t datasize;
+    int64_t nrecords;
+    int32_t last_extent_size;
+    int32_t user_flags;
+    double padding_factor;
+    int64_t n_inserts;
+    int64_t n_updates;
+    int64_t n_inplace;
+    int64_t n_moves;
+    int64_t bytes_written;
+    mm_loc index_head;
+    int32_t n_indexes;
+    int32_t is_capped;
+    int64_t capped_size;
+    int64_t capped_max;
+    int32_t pf_fits_count;
+    int32_t pf_move_count;
+    uint8_t reserved[MM_NS_SLOT_SIZE - 472];
+} mm_ns_slot;
+
+_Static_assert(sizeof(mm_loc) == 8, "DiskLoc is 8 bytes");
+_Static_assert(sizeof(mm_dfh) == MM_DFH_SIZE, "DataFileHeader is 8192 bytes");
+_Static_assert(sizeof(mm_extent) == MM_EXT_HDR, "extent header is 176 bytes");
+_Static_assert(sizeof(mm_record) == MM_REC_HDR, "record header is 16 bytes");
+_Static_assert(sizeof(mm_deleted) == MM_REC_HDR, "DeletedRecord is 16 bytes");
+_Static_assert(sizeof(mm_ns_header) == MM_NS_SLOT_SIZE, "ns header is one slot");
+_Static_assert(sizeof(mm_ns_slot) == MM_NS_SLOT_SIZE, "ns slot is 640 bytes");
+_Static_assert(offsetof(mm_ns_slot, datasize) == 360, "ns slot layout");
+_Static_assert(offsetof(mm_ns_slot, pf_move_count) == 468, "ns slot layout");
+_Static_assert(offsetof(mm_extent, length) == 156, "extent layout");
+
+static inline mm_loc mm_loc_null(void)
+{
+    return (mm_loc){-1, 0};
+}
+static inline mm_loc mm_loc_make(int32_t a, int32_t ofs)
+{
+    return (mm_loc){a, ofs};
+}
+static inline bool mm_loc_is_null(mm_loc l)
+{
+    return l.a == -1;
+}
+static inline bool mm_loc_eq(mm_loc x, mm_loc y)
+{
+    return x.a == y.a && x.ofs == y.ofs;
+}
+static inline eng_rid mm_loc_to_rid(mm_loc l)
+{
+    return (eng_rid)(((uint64_t)(uint32_t)l.a << 32) | (uint32_t)l.ofs);
+}
+static inline mm_loc mm_rid_to_loc(eng_rid r)
+{
+    return (mm_loc){(int32_t)((uint64_t)r >> 32), (int32_t)(uint32_t)((uint64_t)r & 0xffffffffu)};
+}
+static inline int32_t mm_le32(const uint8_t *p)
+{
+    return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+                     (uint32_t)p[3] << 24);
+}
+
+/* ---- in-memory objects --------------------------------------------------- */
+typedef struct mm_file {
+    int fd;
+    uint8_t *map;
+    int64_t len;
+} mm_file;
+
+typedef struct mm_meta_ent {
+    char *key;
+    mm_loc loc;
+} mm_meta_ent;
+
+typedef struct mm_txn mm_txn;
+typedef struct mm_cursor mm_cursor;
+
+typedef struct mm_engine {
+    eng_engine base;
+    char *dir, *db;
+    int lock_fd;
+    mm_file ns;      /* the .ns file */
+    mm_file *files;  /* data files 0 .. nfiles-1 */
+    int nfiles, files_cap;
+    uint32_t nslots; /* hash slots 1 .. nslots of the .ns file */
+    int64_t first_file_size, file_cap;
+    bool debug_remap;
+    int64_t nremaps;
+    mm_txn *txn;     /* the active transaction, or NULL */
+    int32_t meta_slot;
+    mm_meta_ent *meta; /* catalog: key -> record, sorted by key */
+    size_t nmeta, meta_cap;
+    bool meta_dirty; /* the active transaction changed the catalog */
+    mm_cursor *cursors; /* every open record-store cursor */
+} mm_engine;
+
+typedef struct mm_intent {
+    int32_t file; /* data file number or MM_NS_FILENO */
+    uint32_t len;
+    int64_t ofs;
+    size_t pre;   /* offset of the pre-image in mm_txn.buf */
+} mm_intent;
+
+struct mm_txn {
+    eng_txn base;
+    mm_engine *e;
+    mm_intent *v;
+    size_t n, cap;
+    uint8_t *buf;
+    size_t blen, bcap;
+};
+
+typedef struct mm_rs {
+    eng_rs base;
+    mm_engine *e;
+    int32_t slot;
+    char name[ENG_IDENT_MAX];
+} mm_rs;
+
+struct mm_cursor {
+    eng_rs_cursor base;
+    mm_engine *e;
+    int32_t slot;
+    bool forward, started, eof;
+    mm_loc next; /* the record the next call returns */
+    int64_t steps; /* records returned: bounds a walk of a damaged chain */
+    mm_cursor *link_prev, *link_next;
+};
+
+static inline mm_engine *mm_E(eng_engine *e)
+{
+    assert(e && e->ops == &mm_engine_ops);
+    return (mm_engine *)e;
+}
+
+/* ---- mm_file.c: lock, data files, .ns file, pointers -------------------- */
+int mm_lock_acquire(mm_engine *e, md_error *err);
+void mm_lock_release(mm_engine *e);
+int mm_ns_file_open(mm_engine *e, int64_t ns_size, bool *created, md_error *err);
+int mm_files_open(mm_engine *e, md_error *err);
+/* Add data file nfiles, big enough for an extent of ext_size bytes.
+ * With debug_remap every existing mapping moves: views die. */
+int mm_file_add(mm_engine *e, int64_t ext_size, md_error *err);
+int64_t mm_file_default_size(const mm_engine *e, int n);
+void mm_files_close(mm_engine *e);
+int mm_files_flush(mm_engine *e, bool sync, md_error *err);
+/* Pointer to [l.ofs, l.ofs + len) of data file l.a, or NULL if outside. */
+uint8_t *mm_ptr(const mm_engine *e, mm_loc l, int64_t len);
+mm_dfh *mm_dfh_at(const mm_engine *e, int n);
+/* Which mapping holds p: data file number or MM_NS_FILENO, and offset. */
+bool mm_ptr_locate(const mm_engine *e, const void *p, int32_t *file, int64_t *ofs);
+uint8_t *mm_file_base(const mm_engine *e, int32_t file);
+int64_t mm_total_bytes(const mm_engine *e);
+
+/* ---- mm_ns.c: namespace hash table and the catalog ---------------------- */
+uint32_t mm_ns_hash(const char *name);
+mm_ns_header *mm_ns_header_of(const mm_engine *e);
+mm_ns_slot *mm_ns_at(const mm_engine *e, int32_t slot);
+int32_t mm_ns_find(const mm_engine *e, const char *name); /* -1 if absent */
+int mm_ns_add(mm_engine *e, mm_txn *t, const char *name, int kind, int32_t *slot,
+              md_error *err);
+void mm_ns_remove(mm_engine *e, mm_txn *t, int32_t slot);
+int mm_ns_check_all(mm_engine *e, md_error *err);
+int mm_meta_load(mm_engine *e, md_error *err);
+void mm_meta_free(mm_engine *e);
+int mm_meta_put(eng_engine *e, eng_txn *t, const char *key, const bson_t *value,
+                md_error *err);
+int mm_meta_get(eng_engine *e, const char *key, bson_t *out);
+int mm_meta_del(eng_engine *e, eng_txn *t, const char *key);
+int mm_meta_list(eng_engine *e, eng_meta_fn fn, void *ctx);
+
+/* ---- mm_extent.c: extents ----------------------------------------------- */
+int32_t mm_extent_max_size(const mm_engine *e);
+int32_t mm_extent_quantize(const mm_engine *e, int64_t size);
+int32_t mm_extent_initial_size(const mm_engine *e, int32_t len);
+int32_t mm_extent_followup_size(const mm_engine *e, int32_t len, int32_t last_len);
+/* The extent header at l, or NULL unless it is in bounds with the right
+ * magic, myLoc and a length that fits in the file. */
+mm_extent *mm_extent_at(const mm_engine *e, mm_loc l);
+int mm_extent_alloc(mm_engine *e, mm_txn *t, bool capped, int32_t size, mm_loc *out,
+                    md_error *err);
+int mm_extent_free(mm_engine *e, mm_txn *t, mm_loc l);
+/* Append a new extent of about `size` bytes to namespace `slot`; its space
+ * becomes one deleted record.  (RecordStoreV1Base::increaseStorageSize) */
+int mm_ns_increase_storage(mm_engine *e, mm_txn *t, int32_t slot, int32_t size,
+                           md_error *err);
+/* Make the whole space of extent el one free record of namespace slot. */
+void mm_extent_free_space(mm_engine *e, mm_txn *t, int32_t slot, mm_loc el);
+/* The extent chain from start (xnext order) in a new array; MD_ECORRUPT if
+ * it is broken.  Caller frees *out. */
+int mm_extent_chain(const mm_engine *e, mm_loc start, mm_loc **out, int32_t *n);
+int mm_extent_free_chain(mm_engine *e, mm_txn *t, mm_loc start);
+int mm_ns_free_extents(mm_engine *e, mm_txn *t, int32_t slot);
+int64_t mm_ns_storage_size(const mm_engine *e, int32_t slot, int32_t *nextents);
+int64_t mm_max_chain(const mm_engine *e);
+
+/* ---- mm_alloc.c: quantization, free lists, record chains ---------------- */
+extern const int32_t mm_bucket_sizes[MM_NBUCKETS];
+int mm_bucket(int32_t size);
+int32_t mm_quantize(int32_t size);
+bool mm_is_quantized(int32_t size);
+int mm_strategy(const mm_ns_slot *d); /* enum eng_alloc */
+int32_t mm_alloc_size_for(const mm_ns_slot *d, int32_t len_with_headers);
+mm_record *mm_record_at(const mm_engine *e, mm_loc l);
+mm_deleted *mm_deleted_at(const mm_engine *e, mm_loc l);
+void mm_add_deleted(mm_engine *e, mm_txn *t, int32_t slot, mm_loc l);
+int mm_alloc_record(mm_engine *e, mm_txn *t, int32_t slot, int32_t len, mm_loc *out,
+                    md_error *err);
+/* Allocate alloc_len bytes, copy data (or zero len bytes when data is NULL),
+ * link the record at the end of its extent's chain and count it. */
+int mm_record_insert(mm_engine *e, mm_txn *t, int32_t slot, const uint8_t *data,
+                     uint32_t len, int32_t alloc_len, mm_loc *out, md_error *err);
+void mm_record_delete(mm_engine *e, mm_txn *t, int32_t slot, mm_loc l);
+void mm_pf_fits(mm_engine *e, mm_txn *t, int32_t slot);
+void mm_pf_too_small(mm_engine *e, mm_txn *t, int32_t slot);
+
+/* ---- mm_txn.c: write intents --------------------------------------------- */
+mm_txn *mm_T(eng_txn *t, mm_engine *e);
+/* Declare that [p, p+len) of a mapping is about to change. */
+void mm_writing(mm_txn *t, void *p, size_t len);
+void mm_w32(mm_txn *t, int32_t *p, int32_t v);
+void mm_w64(mm_txn *t, int64_t *p, int64_t v);
+void mm_wloc(mm_txn *t, mm_loc *p, mm_loc v);
+void mm_wdbl(mm_txn *t, double *p, double v);
+int mm_txn_begin(eng_engine *e, eng_txn **out);
+int mm_txn_commit(eng_txn *t, bool durable, md_error *err);
+void mm_txn_abort(eng_txn *t);
+
+/* ---- mm_rs.c: record stores and cursors ---------------------------------- */
+/* The live record at l in namespace slot, or NULL (bounds, chain membership,
+ * owning extent and, for documents, the BSON length are checked). */
+mm_record *mm_rs_locate(const mm_engine *e, int32_t slot, mm_loc l);
+/* Successor of cur (or the first record when cur is null) in the given
+ * direction; *out is null at the end.  MD_ECORRUPT on a bad pointer. */
+int mm_rec_step(const mm_engine *e, int32_t slot, mm_loc cur, bool forward, mm_loc *out);
+int mm_do_insert(mm_engine *e, mm_txn *t, int32_t slot, const uint8_t *data, uint32_t len,
+                 mm_loc *out, md_error *err);
+int mm_do_update(mm_engine *e, mm_txn *t, int32_t slot, mm_loc l, const uint8_t *data,
+                 uint32_t len, mm_loc *out, bool *moved, md_error *err);
+void mm_cursors_removing(mm_engine *e, int32_t slot, mm_loc l);
+void mm_cursors_invalidate(mm_engine *e, int32_t slot);
+int mm_rs_create(eng_engine *e, eng_txn *t, const char *ident, const eng_rs_options *o,
+                 md_error *err);
+int mm_rs_open(eng_engine *e, const char *ident, eng_rs **out, md_error *err);
+void mm_rs_close(eng_rs *rs);
+int mm_rs_drop(eng_engine *e, eng_txn *t, const char *ident);
+int mm_rs_insert(eng_rs *rs, eng_txn *t, const uint8_t *data, uint32_t len, eng_rid *out,
+                 md_error *err);
+int mm_rs_get(eng_rs *rs, eng_rid rid, const uint8_t **data, uint32_t *len);
+int mm_rs_update(eng_rs *rs, eng_txn *t, eng_rid rid, const uint8_t *data, uint32_t len,
+                 eng_rid *new_rid, bool *moved, md_error *err);
+int mm_rs_update_damages(eng_rs *rs, eng_txn *t, eng_rid rid, const uint8_t *src,
+                         const eng_damage *d, size_t nd, md_error *err);
+int mm_rs_remove(eng_rs *rs, eng_txn *t, eng_rid rid);
+int mm_rs_truncate(eng_rs *rs, eng_txn *t);
+int mm_rs_set_alloc(eng_rs *rs, eng_txn *t, int alloc);
+void mm_rs_stats(eng_rs *rs, struct eng_rs_stats *s);
+void mm_rs_append_stats(eng_rs *rs, bson_t *sub);
+int mm_rs_cursor_open(eng_rs *rs, bool forward, eng_rs_cursor **out);
+int mm_rs_cursor_next(eng_rs_cursor *c, eng_rid *rid, const uint8_t **data, uint32_t *len);
+void mm_rs_cursor_save(eng_rs_cursor *c);
+int mm_rs_cursor_restore(eng_rs_cursor *c);
+void mm_rs_cursor_close(eng_rs_cursor *c);
+mm_ns_slot *mm_rs_details(const mm_rs *rs); /* NULL if dropped */
+
+/* ---- mm_verify.c / mm_compact.c ------------------------------------------ */
+/* Check namespace slot's structures; with_info appends the validate fields
+ * (nrecords, deletedCount, ...) to v->info. */
+void mm_verify_ns(const mm_engine *e, int32_t slot, eng_validate *v, bool with_info);
+int mm_rs_validate(eng_rs *rs, eng_validate *v);
+int mm_rs_compact(eng_rs *rs, eng_txn *t, const eng_compact_opts *o, bson_t *info,
+                  md_error *err);
+
+/* ---- mm_index.c: sorted stores over mm_btree ----------------------------- */
+int mm_ss_create(eng_engine *e, eng_txn *t, const char *ident, md_error *err);
+int mm_ss_open(eng_engine *e, const char *ident, eng_ss **out, md_error *err);
+void mm_ss_close(eng_ss *ss);
+int mm_ss_drop(eng_engine *e, eng_txn *t, const char *ident);
+int mm_ss_insert(eng_ss *ss, eng_txn *t, const uint8_t *key, uint32_t klen, eng_rid rid,
+                 bool unique, eng_rid *dup_rid, md_error *err);
+int mm_ss_remove(eng_ss *ss, eng_txn *t, const uint8_t *key, uint32_t klen, eng_rid rid);
+int mm_ss_truncate(eng_ss *ss, eng_txn *t);
+int64_t mm_ss_size(eng_ss *ss);
+int64_t mm_ss_entries(eng_ss *ss);
+int mm_ss_validate(eng_ss *ss, eng_validate *v);
+int mm_ss_cursor_open(eng_ss *ss, eng_ss_cursor **out);
+int mm_ss_cursor_seek(eng_ss_cursor *c, const uint8_t *key, uint32_t klen, eng_rid rid);
+int mm_ss_cursor_next(eng_ss_cursor *c);
+int mm_ss_cursor_prev(eng_ss_cursor *c);
+int mm_ss_cursor_get(eng_ss_cursor *c, const uint8_t **key, uint32_t *klen, eng_rid *rid);
+void mm_ss_cursor_save(eng_ss_cursor *c);
+int mm_ss_cursor_restore(eng_ss_cursor *c);
+void mm_ss_cursor_close(eng_ss_cursor *c);
+
+#endif /* MM_INT_H */

@@ -1,0 +1,173 @@
+/*
+ * mm_txn.c -- transactions as write intents with pre-images (MongoDB's
+ * recoveryUnit()->writing(), without the journal yet).
+ *
+ * Each mm_writing(t, p, len) locates p in a mapping, records the intent
+ * (file number or MM_NS_FILENO, offset, length) and saves the bytes it
+ * covers.  Abort copies the pre-images back in reverse order, so the first
+ * pre-image of a byte wins; commit drops them (durable: msync the touched
+ * ranges of each file).  Intents hold (file, offset), not pointers, so they
+ * survive remapping and are exactly what the journal will log.
+ *
+ * Running out of memory while saving a pre-image would leave a change that
+ * cannot be undone, so it stops the process, as MongoDB's fassert does.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "mm_int.h"
+
+mm_txn *mm_T(eng_txn *t, mm_engine *e)
+{
+    assert(t && t->engine == &e->base);
+    mm_txn *mt = (mm_txn *)t;
+    assert(e->txn == mt);
+    return mt;
+}
+
+static void *grow(void *p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return p;
+    size_t n = *cap ? *cap : 64;
+    while (n < need)
+        n *= 2;
+    void *q = realloc(p, n * elem);
+    if (!q) {
+        fprintf(stderr, "mmapv1: out of memory saving a pre-image; cannot continue\n");
+        abort();
+    }
+    *cap = n;
+    return q;
+}
+
+/* Is [ofs, ofs+len) of file already covered by one of the last intents? */
+static bool covered(const mm_txn *t, int32_t file, int64_t ofs, size_t len)
+{
+    size_t lo = t->n > 8 ? t->n - 8 : 0;
+    for (size_t i = t->n; i-- > lo;) {
+        const mm_intent *w = &t->v[i];
+        if (w->file == file && w->ofs <= ofs && ofs + (int64_t)len <= w->ofs + w->len)
+            return true;
+    }
+    return false;
+}
+
+void mm_writing(mm_txn *t, void *p, size_t len)
+{
+    int32_t file;
+    int64_t ofs;
+    assert(t && t->e->txn == t);
+    if (len == 0)
+        return;
+    bool ok = mm_ptr_locate(t->e, p, &file, &ofs);
+    assert(ok);
+    (void)ok;
+    assert(len <= UINT32_MAX);
+    if (covered(t, file, ofs, len))
+        return;
+    t->v = grow(t->v, &t->cap, t->n + 1, sizeof *t->v);
+    t->buf = grow(t->buf, &t->bcap, t->blen + len, 1);
+    t->v[t->n++] = (mm_intent){file, (uint32_t)len, ofs, t->blen};
+    memcpy(t->buf + t->blen, p, len);
+    t->blen += len;
+}
+
+void mm_w32(mm_txn *t, int32_t *p, int32_t v)
+{
+    mm_writing(t, p, sizeof *p);
+    *p = v;
+}
+
+void mm_w64(mm_txn *t, int64_t *p, int64_t v)
+{
+    mm_writing(t, p, sizeof *p);
+    *p = v;
+}
+
+void mm_wloc(mm_txn *t, mm_loc *p, mm_loc v)
+{
+    mm_writing(t, p, sizeof *p);
+    *p = v;
+}
+
+void mm_wdbl(mm_txn *t, double *p, double v)
+{
+    mm_writing(t, p, sizeof *p);
+    *p = v;
+}
+
+int mm_txn_begin(eng_engine *eng, eng_txn **out)
+{
+    mm_engine *e = mm_E(eng);
+    if (e->txn)
+        return MD_EBUSY; /* one transaction at a time in this version */
+    mm_txn *t = calloc(1, sizeof *t);
+    if (!t)
+        return MD_ENOMEM;
+    t->base.engine = eng;
+    t->e = e;
+    e->txn = t;
+    e->meta_dirty = false;
+    *out = &t->base;
+    return 0;
+}
+
+static void txn_free(mm_txn *t)
+{
+    t->e->txn = NULL;
+    free(t->v);
+    free(t->buf);
+    free(t);
+}
+
+/* msync the span of pages each file's intents touched. */
+static int sync_intents(mm_txn *t, md_error *err)
+{
+    mm_engine *e = t->e;
+    long page = sysconf(_SC_PAGESIZE);
+    for (int32_t f = MM_NS_FILENO; f < e->nfiles; f++) {
+        int64_t lo = INT64_MAX, hi = -1;
+        for (size_t i = 0; i < t->n; i++) {
+            if (t->v[i].file != f)
+                continue;
+            if (t->v[i].ofs < lo)
+                lo = t->v[i].ofs;
+            if (t->v[i].ofs + t->v[i].len > hi)
+                hi = t->v[i].ofs + t->v[i].len;
+        }
+        if (hi < 0)
+            continue;
+        lo -= lo % page;
+        if (msync(mm_file_base(e, f) + lo, (size_t)(hi - lo), MS_SYNC) != 0)
+            return md_error_set(err, MD_EIO, MD_CODE_FILE_STREAM_FAILED,
+                                "msync of data file %d failed", f);
+    }
+    return 0;
+}
+
+int mm_txn_commit(eng_txn *tx, bool durable, md_error *err)
+{
+    mm_txn *t = mm_T(tx, mm_E(tx->engine));
+    int rc = durable ? sync_intents(t, err) : 0;
+    t->e->meta_dirty = false;
+    txn_free(t);
+    return rc;
+}
+
+void mm_txn_abort(eng_txn *tx)
+{
+    mm_engine *e = mm_E(tx->engine);
+    mm_txn *t = mm_T(tx, e);
+    for (size_t i = t->n; i-- > 0;) {
+        const mm_intent *w = &t->v[i];
+        memcpy(mm_file_base(e, w->file) + w->ofs, t->buf + w->pre, w->len);
+    }
+    bool reload = e->meta_dirty;
+    txn_free(t);
+    if (reload) /* the restored bytes are the committed state */
+        (void)mm_meta_load(e, NULL);
+    e->meta_dirty = false;
+}
