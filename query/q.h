@@ -61,10 +61,19 @@ typedef struct q_matcher q_matcher;
  */
 int q_matcher_new(const bson_t *filter, q_matcher **out, md_error *err);
 bool q_matcher_matches(const q_matcher *m, const bson_t *doc);
+/*
+ * Same, and when the match went through an array, `pos` receives the offset
+ * of the matching element (MongoDB's elemMatchKey, what the positional "$"
+ * of an update refers to); "" otherwise.  poslen >= 32 is always enough.
+ */
+bool q_matcher_matches_pos(const q_matcher *m, const bson_t *doc, char *pos, size_t poslen);
 void q_matcher_destroy(q_matcher *m);
 /*
  * Append to `out` the equality fields an upsert seeds its new document with
- * (top-level and dotted paths with plain values or $eq), in filter order.
+ * (top-level and dotted paths with plain values or $eq, also inside a
+ * top-level $and), in filter order with _id first; dotted paths come out
+ * expanded into embedded documents ({"a.b": 1} -> {a: {b: 1}}).  Paths that
+ * overlap are NotSingleValueField (54), as in MongoDB.
  */
 int q_matcher_upsert_seed(const bson_t *filter, bson_t *out, md_error *err);
 
@@ -99,6 +108,13 @@ void q_update_destroy(q_update *u);
  */
 int q_update_apply(const q_update *u, const bson_t *doc, bool inserting, bson_t *out,
                    bool *changed, q_damages *dmg, md_error *err);
+/*
+ * Same, with the positional "$" of update paths standing for array offset
+ * `pos` (from q_matcher_matches_pos; NULL or "" when the filter matched no
+ * array, which makes a "$" path BadValue, as in MongoDB).
+ */
+int q_update_apply_pos(const q_update *u, const bson_t *doc, const char *pos, bool inserting,
+                       bson_t *out, bool *changed, q_damages *dmg, md_error *err);
 
 /* ---- index keys (q_key.c) ------------------------------------------------ */
 /*
@@ -124,7 +140,8 @@ void q_keyset_cleanup(q_keyset *ks);
  * An array on an indexed path gives one key per element; two array paths in
  * one compound key are CannotIndexParallelArrays (171).  A key over 1024
  * bytes is KeyTooLong (17280) with MongoDB 3.x's message.  `sparse`: a
- * document missing every indexed field gets no key.
+ * document missing every indexed field gets no key.  Any keys already in
+ * `out` are dropped first; on error `out` is left empty.
  */
 int q_index_keys(const bson_t *pattern, const bson_t *doc, bool sparse, q_keyset *out,
                  md_error *err);
