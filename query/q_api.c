@@ -1,0 +1,567 @@
+/*
+ * q_api.c -- include/minidoc.h: opening and closing an md_db, collection
+ * handles, the typed wrappers and md_cursor.
+ *
+ * The wrappers hold no logic of their own: each builds the command document
+ * a MongoDB driver would send, runs it through md_db_command() and turns
+ * the reply into libmongoc's shape (insertedCount, matchedCount,
+ * modifiedCount, deletedCount, upsertedCount, upsertedId).  A reply with
+ * writeErrors becomes an error return filled from the first one, as
+ * libmongoc does.  md_cursor walks find / getMore batches; the document it
+ * hands out points into the current batch reply, so it stays valid until
+ * the next md_cursor_next() or md_cursor_destroy().
+ */
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "q_int.h"
+
+/* ---- md_db ---------------------------------------------------------------------- */
+
+static int open_opts(const bson_t *opts, const char **engine, const char **name, bool *create,
+                     md_error *err)
+{
+    bson_iter_t it;
+    *engine = "mmapv1";
+    *name = "test";
+    *create = true;
+    if (!opts)
+        return 0;
+    if (bson_iter_init_find(&it, opts, "engine")) {
+        if (!BSON_ITER_HOLDS_UTF8(&it))
+            return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE, "engine must be a string");
+        *engine = bson_iter_utf8(&it, NULL);
+    }
+    if (bson_iter_init_find(&it, opts, "dbName")) {
+        if (!BSON_ITER_HOLDS_UTF8(&it))
+            return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE, "dbName must be a string");
+        *name = bson_iter_utf8(&it, NULL);
+    }
+    if (bson_iter_init_find(&it, opts, "create"))
+        *create = bson_iter_as_bool(&it);
+    return 0;
+}
+
+/* MongoDB's database name rules (no / \ . " $ space, at most 63 bytes). */
+static int check_db_name(const char *name, md_error *err)
+{
+    size_t n = strlen(name);
+    if (n == 0 || n >= 64 || strpbrk(name, "/\\. \"$*<>:|?") != NULL)
+        return q_err(err, MD_EINVAL, MD_CODE_INVALID_NAMESPACE, "Invalid database name: '%s'",
+                     name);
+    return 0;
+}
+
+static int ensure_dir(const char *path, bool create, md_error *err)
+{
+    struct stat st;
+    if (stat(path, &st) == 0)
+        return S_ISDIR(st.st_mode) ? 0
+                                   : q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE,
+                                           "dbpath %s is not a directory", path);
+    if (!create)
+        return q_err(err, MD_NOTFOUND, MD_CODE_NON_EXISTENT_PATH,
+                     "dbpath (%s) does not exist", path);
+    if (mkdir(path, 0755) != 0 && errno != EEXIST)
+        return q_err(err, MD_EIO, MD_CODE_FILE_STREAM_FAILED, "cannot create dbpath %s: %s",
+                     path, strerror(errno));
+    return 0;
+}
+
+int md_db_open(const char *path, const bson_t *opts, md_db **out, md_error *err)
+{
+    const char *engine, *name;
+    bool create;
+    md_error_clear(err);
+    *out = NULL;
+    if (!path)
+        return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE, "md_db_open: path is NULL");
+    int rc = open_opts(opts, &engine, &name, &create, err);
+    if (!rc)
+        rc = check_db_name(name, err);
+    const eng_ops *ops = rc ? NULL : eng_find(engine);
+    if (!rc && !ops)
+        rc = q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE, "unknown storage engine: '%s'", engine);
+    if (!rc)
+        rc = ensure_dir(path, create, err);
+    if (rc)
+        return rc;
+    md_db *db = calloc(1, sizeof *db);
+    assert(db);
+    db->ops = ops;
+    snprintf(db->name, sizeof db->name, "%s", name);
+    db->start_ms = q_now_ms();
+    db->cursor_seed = (uint64_t)db->start_ms * 2654435761u ^ (uint64_t)getpid() ^
+                      (uint64_t)(uintptr_t)db;
+    rc = eng_open(ops, path, db->name, opts, &db->eng, err);
+    if (rc) {
+        q_err_engine(err, rc, "opening the storage engine");
+        free(db);
+        return rc;
+    }
+    if ((rc = q_catalog_load(db, err)) != 0) {
+        eng_close(db->eng);
+        free(db);
+        return rc;
+    }
+    *out = db;
+    return 0;
+}
+
+void md_db_close(md_db *db)
+{
+    if (!db)
+        return;
+    q_cursor_kill_coll(db, NULL);
+    eng_flush(db->eng, true, NULL);
+    q_catalog_unload(db);
+    eng_close(db->eng);
+    free(db);
+}
+
+const char *md_db_name(const md_db *db)
+{
+    return db->name;
+}
+
+/* ---- collection handles -------------------------------------------------------- */
+
+struct md_collection {
+    md_db *db;
+    char name[ENG_IDENT_MAX];
+};
+
+md_collection *md_db_get_collection(md_db *db, const char *name)
+{
+    md_collection *c = calloc(1, sizeof *c);
+    assert(c && db && name);
+    c->db = db;
+    snprintf(c->name, sizeof c->name, "%s", name);
+    return c;
+}
+
+void md_collection_destroy(md_collection *coll)
+{
+    free(coll);
+}
+
+const char *md_collection_get_name(const md_collection *coll)
+{
+    return coll->name;
+}
+
+/* ---- reply translation ----------------------------------------------------------- */
+
+static int64_t reply_int(const bson_t *r, const char *key)
+{
+    bson_iter_t it;
+    return bson_iter_init_find(&it, r, key) && BSON_ITER_HOLDS_NUMBER(&it)
+               ? bson_iter_as_int64(&it)
+               : 0;
+}
+
+/* The first writeError as an error return (MD_EDUPKEY for 11000). */
+static int first_write_error(const bson_t *r, md_error *err)
+{
+    bson_iter_t it, we;
+    if (!bson_iter_init_find(&it, r, "writeErrors") || !BSON_ITER_HOLDS_ARRAY(&it))
+        return 0;
+    bson_iter_recurse(&it, &we);
+    if (!bson_iter_next(&we) || !BSON_ITER_HOLDS_DOCUMENT(&we))
+        return 0;
+    bson_iter_t f;
+    int code = MD_CODE_UNKNOWN_ERROR;
+    const char *msg = "write error";
+    bson_iter_recurse(&we, &f);
+    while (bson_iter_next(&f)) {
+        if (strcmp(bson_iter_key(&f), "code") == 0)
+            code = (int)bson_iter_as_int64(&f);
+        else if (strcmp(bson_iter_key(&f), "errmsg") == 0 && BSON_ITER_HOLDS_UTF8(&f))
+            msg = bson_iter_utf8(&f, NULL);
+    }
+    return q_err(err, code == MD_CODE_DUPLICATE_KEY ? MD_EDUPKEY : MD_ERROR, code, "%s", msg);
+}
+
+typedef enum { W_INSERT, W_UPDATE, W_DELETE } write_kind;
+
+static void translate_write(const bson_t *r, write_kind kind, bson_t *out)
+{
+    bson_iter_t it, up, id;
+    int64_t n = reply_int(r, "n"), nup = 0;
+    if (kind == W_INSERT)
+        BSON_APPEND_INT64(out, "insertedCount", n);
+    if (kind == W_DELETE)
+        BSON_APPEND_INT64(out, "deletedCount", n);
+    if (kind == W_UPDATE) {
+        bool have_id = false;
+        if (bson_iter_init_find(&it, r, "upserted") && BSON_ITER_HOLDS_ARRAY(&it)) {
+            bson_iter_recurse(&it, &up);
+            while (bson_iter_next(&up)) {
+                nup++;
+                if (!have_id && BSON_ITER_HOLDS_DOCUMENT(&up) && bson_iter_recurse(&up, &id) &&
+                    bson_iter_find(&id, "_id"))
+                    have_id = true;
+            }
+        }
+        BSON_APPEND_INT64(out, "matchedCount", n - nup);
+        BSON_APPEND_INT64(out, "modifiedCount", reply_int(r, "nModified"));
+        BSON_APPEND_INT64(out, "upsertedCount", nup);
+        if (have_id)
+            bson_append_iter(out, "upsertedId", -1, &id);
+    }
+    if (bson_iter_init_find(&it, r, "writeErrors"))
+        bson_append_iter(out, NULL, 0, &it);
+}
+
+/* Copy every field of opts into cmd except those in `skip` (NULL-terminated). */
+static void append_opts(bson_t *cmd, const bson_t *opts, const char *const *skip)
+{
+    bson_iter_t it;
+    if (!opts || !bson_iter_init(&it, opts))
+        return;
+    while (bson_iter_next(&it)) {
+        bool skipped = false;
+        for (size_t i = 0; skip && skip[i] && !skipped; i++)
+            skipped = strcmp(bson_iter_key(&it), skip[i]) == 0;
+        if (!skipped)
+            bson_append_iter(cmd, NULL, 0, &it);
+    }
+}
+
+static int run_write(md_collection *coll, bson_t *cmd, write_kind kind, bson_t *reply,
+                     md_error *err)
+{
+    bson_t r;
+    int rc = md_db_command(coll->db, cmd, &r, err);
+    if (reply)
+        bson_init(reply);
+    if (!rc) {
+        if (reply)
+            translate_write(&r, kind, reply);
+        rc = first_write_error(&r, err);
+    }
+    bson_destroy(&r);
+    bson_destroy(cmd);
+    return rc;
+}
+
+/* ---- typed write wrappers ----------------------------------------------------------- */
+
+int md_collection_insert_many(md_collection *coll, const bson_t **docs, size_t n,
+                              const bson_t *opts, bson_t *reply, md_error *err)
+{
+    bson_t cmd = BSON_INITIALIZER, arr;
+    char key[24];
+    md_error_clear(err);
+    BSON_APPEND_UTF8(&cmd, "insert", coll->name);
+    BSON_APPEND_ARRAY_BEGIN(&cmd, "documents", &arr);
+    for (size_t i = 0; i < n; i++) {
+        snprintf(key, sizeof key, "%zu", i);
+        bson_append_document(&arr, key, -1, docs[i]);
+    }
+    bson_append_array_end(&cmd, &arr);
+    append_opts(&cmd, opts, NULL);
+    return run_write(coll, &cmd, W_INSERT, reply, err);
+}
+
+int md_collection_insert_one(md_collection *coll, const bson_t *doc, const bson_t *opts,
+                             bson_t *reply, md_error *err)
+{
+    const bson_t *docs[1] = {doc};
+    return md_collection_insert_many(coll, docs, 1, opts, reply, err);
+}
+
+static bool has_operator(const bson_t *doc)
+{
+    bson_iter_t it;
+    return bson_iter_init(&it, doc) && bson_iter_next(&it) && bson_iter_key(&it)[0] == '$';
+}
+
+static int update_cmd(md_collection *coll, const bson_t *q, const bson_t *u, bool multi,
+                      const bson_t *opts, bson_t *reply, md_error *err)
+{
+    static const char *const stmt_opts[] = {"upsert", "collation", "arrayFilters", NULL};
+    bson_t cmd = BSON_INITIALIZER, arr, st;
+    bson_iter_t it;
+    BSON_APPEND_UTF8(&cmd, "update", coll->name);
+    BSON_APPEND_ARRAY_BEGIN(&cmd, "updates", &arr);
+    BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &st);
+    BSON_APPEND_DOCUMENT(&st, "q", q);
+    BSON_APPEND_DOCUMENT(&st, "u", u);
+    for (size_t i = 0; opts && stmt_opts[i]; i++)
+        if (bson_iter_init_find(&it, opts, stmt_opts[i]))
+            bson_append_iter(&st, NULL, 0, &it);
+    BSON_APPEND_BOOL(&st, "multi", multi);
+    bson_append_document_end(&arr, &st);
+    bson_append_array_end(&cmd, &arr);
+    append_opts(&cmd, opts, stmt_opts);
+    return run_write(coll, &cmd, W_UPDATE, reply, err);
+}
+
+int md_collection_update_one(md_collection *coll, const bson_t *selector, const bson_t *update,
+                             const bson_t *opts, bson_t *reply, md_error *err)
+{
+    md_error_clear(err);
+    if (!has_operator(update)) {
+        if (reply)
+            bson_init(reply);
+        return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE,
+                     "Invalid key: update only works with $ operators");
+    }
+    return update_cmd(coll, selector, update, false, opts, reply, err);
+}
+
+int md_collection_update_many(md_collection *coll, const bson_t *selector,
+                              const bson_t *update, const bson_t *opts, bson_t *reply,
+                              md_error *err)
+{
+    md_error_clear(err);
+    if (!has_operator(update)) {
+        if (reply)
+            bson_init(reply);
+        return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE,
+                     "Invalid key: update only works with $ operators");
+    }
+    return update_cmd(coll, selector, update, true, opts, reply, err);
+}
+
+int md_collection_replace_one(md_collection *coll, const bson_t *selector,
+                              const bson_t *replacement, const bson_t *opts, bson_t *reply,
+                              md_error *err)
+{
+    md_error_clear(err);
+    if (has_operator(replacement)) {
+        if (reply)
+            bson_init(reply);
+        return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE,
+                     "Invalid key: replacement document must not contain $ operators");
+    }
+    return update_cmd(coll, selector, replacement, false, opts, reply, err);
+}
+
+static int delete_cmd(md_collection *coll, const bson_t *q, int limit, const bson_t *opts,
+                      bson_t *reply, md_error *err)
+{
+    bson_t cmd = BSON_INITIALIZER, arr, st;
+    static const char *const stmt_opts[] = {"collation", NULL};
+    md_error_clear(err);
+    BSON_APPEND_UTF8(&cmd, "delete", coll->name);
+    BSON_APPEND_ARRAY_BEGIN(&cmd, "deletes", &arr);
+    BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &st);
+    BSON_APPEND_DOCUMENT(&st, "q", q);
+    BSON_APPEND_INT32(&st, "limit", limit);
+    bson_append_document_end(&arr, &st);
+    bson_append_array_end(&cmd, &arr);
+    append_opts(&cmd, opts, stmt_opts);
+    return run_write(coll, &cmd, W_DELETE, reply, err);
+}
+
+int md_collection_delete_one(md_collection *coll, const bson_t *selector, const bson_t *opts,
+                             bson_t *reply, md_error *err)
+{
+    return delete_cmd(coll, selector, 1, opts, reply, err);
+}
+
+int md_collection_delete_many(md_collection *coll, const bson_t *selector,
+                              const bson_t *opts, bson_t *reply, md_error *err)
+{
+    return delete_cmd(coll, selector, 0, opts, reply, err);
+}
+
+/* ---- other wrappers ------------------------------------------------------------------- */
+
+int md_collection_count(md_collection *coll, const bson_t *filter, const bson_t *opts,
+                        int64_t *count, md_error *err)
+{
+    bson_t cmd = BSON_INITIALIZER, r;
+    BSON_APPEND_UTF8(&cmd, "count", coll->name);
+    if (filter)
+        BSON_APPEND_DOCUMENT(&cmd, "query", filter);
+    append_opts(&cmd, opts, NULL);
+    int rc = md_db_command(coll->db, &cmd, &r, err);
+    *count = rc ? 0 : reply_int(&r, "n");
+    bson_destroy(&r);
+    bson_destroy(&cmd);
+    return rc;
+}
+
+int md_collection_find_and_modify(md_collection *coll, const bson_t *query,
+                                  const bson_t *opts, bson_t *reply, md_error *err)
+{
+    bson_t cmd = BSON_INITIALIZER, r;
+    BSON_APPEND_UTF8(&cmd, "findAndModify", coll->name);
+    if (query)
+        BSON_APPEND_DOCUMENT(&cmd, "query", query);
+    append_opts(&cmd, opts, NULL);
+    int rc = md_db_command(coll->db, &cmd, &r, err);
+    bson_destroy(&cmd);
+    if (reply)
+        bson_steal(reply, &r);
+    else
+        bson_destroy(&r);
+    return rc;
+}
+
+int md_collection_create_index(md_collection *coll, const bson_t *keys, const bson_t *opts,
+                               bson_t *reply, md_error *err)
+{
+    bson_t cmd = BSON_INITIALIZER, arr, spec, r;
+    bson_iter_t it;
+    BSON_APPEND_UTF8(&cmd, "createIndexes", coll->name);
+    BSON_APPEND_ARRAY_BEGIN(&cmd, "indexes", &arr);
+    BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &spec);
+    BSON_APPEND_DOCUMENT(&spec, "key", keys);
+    if (opts && bson_iter_init(&it, opts))
+        while (bson_iter_next(&it))
+            if (strcmp(bson_iter_key(&it), "writeConcern") != 0)
+                bson_append_iter(&spec, NULL, 0, &it);
+    bson_append_document_end(&arr, &spec);
+    bson_append_array_end(&cmd, &arr);
+    if (opts && bson_iter_init_find(&it, opts, "writeConcern"))
+        bson_append_iter(&cmd, NULL, 0, &it);
+    int rc = md_db_command(coll->db, &cmd, &r, err);
+    bson_destroy(&cmd);
+    if (reply)
+        bson_steal(reply, &r);
+    else
+        bson_destroy(&r);
+    return rc;
+}
+
+/* ---- md_cursor ---------------------------------------------------------------------- */
+
+struct md_cursor {
+    md_db *db;
+    char name[ENG_IDENT_MAX];
+    bson_t filter, opts;
+    bson_t batch;         /* the last find/getMore reply */
+    bson_iter_t it;       /* over its firstBatch/nextBatch array */
+    bson_t current;       /* static view into batch */
+    int64_t id, batch_size;
+    bool started, done, failed;
+    md_error err;
+};
+
+md_cursor *md_collection_find_with_opts(md_collection *coll, const bson_t *filter,
+                                        const bson_t *opts)
+{
+    bson_iter_t it;
+    md_cursor *c = q_zalloc(sizeof *c);
+    assert(c);
+    c->db = coll->db;
+    snprintf(c->name, sizeof c->name, "%s", coll->name);
+    if (filter)
+        bson_copy_to(filter, &c->filter);
+    else
+        bson_init(&c->filter);
+    if (opts)
+        bson_copy_to(opts, &c->opts);
+    else
+        bson_init(&c->opts);
+    if (bson_iter_init_find(&it, &c->opts, "batchSize"))
+        q_iter_int64(&it, &c->batch_size);
+    bson_init(&c->batch);
+    return c;
+}
+
+/* Point c->it at the batch array of the reply in c->batch. */
+static bool enter_batch(md_cursor *c, const char *field)
+{
+    bson_iter_t cur, arr;
+    if (!bson_iter_init_find(&cur, &c->batch, "cursor") || !BSON_ITER_HOLDS_DOCUMENT(&cur))
+        return false;
+    bson_iter_recurse(&cur, &arr);
+    bson_iter_t idit = arr;
+    if (!bson_iter_find(&idit, "id"))
+        return false;
+    c->id = bson_iter_as_int64(&idit);
+    if (!bson_iter_find(&arr, field) || !BSON_ITER_HOLDS_ARRAY(&arr))
+        return false;
+    bson_iter_recurse(&arr, &c->it);
+    return true;
+}
+
+static bool fetch(md_cursor *c)
+{
+    bson_t cmd = BSON_INITIALIZER;
+    bool first = !c->started;
+    if (first) {
+        BSON_APPEND_UTF8(&cmd, "find", c->name);
+        BSON_APPEND_DOCUMENT(&cmd, "filter", &c->filter);
+        append_opts(&cmd, &c->opts, NULL);
+    } else {
+        BSON_APPEND_INT64(&cmd, "getMore", c->id);
+        BSON_APPEND_UTF8(&cmd, "collection", c->name);
+        if (c->batch_size > 0)
+            BSON_APPEND_INT64(&cmd, "batchSize", c->batch_size);
+    }
+    c->started = true;
+    bson_destroy(&c->batch);
+    int rc = md_db_command(c->db, &cmd, &c->batch, &c->err);
+    bson_destroy(&cmd);
+    if (rc == 0 && !enter_batch(c, first ? "firstBatch" : "nextBatch"))
+        rc = q_err(&c->err, MD_ERROR, MD_CODE_INTERNAL_ERROR, "malformed cursor reply");
+    if (rc) {
+        c->failed = c->done = true;
+        c->id = 0;
+    }
+    return rc == 0;
+}
+
+bool md_cursor_next(md_cursor *c, const bson_t **doc)
+{
+    const uint8_t *data;
+    uint32_t len;
+    *doc = NULL;
+    while (!c->done) {
+        if (!c->started && !fetch(c))
+            return false;
+        if (bson_iter_next(&c->it)) {
+            if (!BSON_ITER_HOLDS_DOCUMENT(&c->it))
+                continue;
+            bson_iter_document(&c->it, &len, &data);
+            if (!bson_init_static(&c->current, data, len))
+                continue;
+            *doc = &c->current;
+            return true;
+        }
+        if (c->id == 0) {
+            c->done = true;
+            break;
+        }
+        if (!fetch(c))
+            return false;
+    }
+    return false;
+}
+
+bool md_cursor_error(const md_cursor *c, md_error *err)
+{
+    if (c->failed && err)
+        *err = c->err;
+    return c->failed;
+}
+
+void md_cursor_destroy(md_cursor *c)
+{
+    if (!c)
+        return;
+    if (c->id != 0) {
+        bson_t cmd = BSON_INITIALIZER, arr, r;
+        BSON_APPEND_UTF8(&cmd, "killCursors", c->name);
+        BSON_APPEND_ARRAY_BEGIN(&cmd, "cursors", &arr);
+        BSON_APPEND_INT64(&arr, "0", c->id);
+        bson_append_array_end(&cmd, &arr);
+        md_db_command(c->db, &cmd, &r, NULL);
+        bson_destroy(&r);
+        bson_destroy(&cmd);
+    }
+    bson_destroy(&c->batch);
+    bson_destroy(&c->filter);
+    bson_destroy(&c->opts);
+    free(c);
+}

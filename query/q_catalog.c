@@ -1,0 +1,532 @@
+/*
+ * q_catalog.c -- collections and their indexes: the in-memory catalog of an
+ * md_db and its persisted form in the engine's metadata (eng_meta_*).
+ *
+ * One catalog entry per collection, keyed by namespace ("test.c"):
+ *
+ *   { ns: "test.c", ident: "test.c", options: {...as given to create...},
+ *     indexes: [ { spec: {v: 2, key: {_id: 1}, name: "_id_", ns: "test.c"},
+ *                  ident: "test.c.$_id_", multikey: false }, ... ] }
+ *
+ * Every change to an entry is written in the same engine transaction as
+ * the storage change it describes, and memory follows only after the
+ * commit, so an abort leaves memory and disk agreeing (q_int.h, inv. 2).
+ */
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "q_int.h"
+
+/* ---- names ----------------------------------------------------------------- */
+
+/* MongoDB 3.6 NamespaceString rules, with "system." reserved for users. */
+int q_ns_make(md_db *db, const char *name, char *ns, md_error *err)
+{
+    size_t n = strlen(name);
+    bool bad = n == 0 || name[0] == '.' || strchr(name, '$') != NULL ||
+               strncmp(name, "system.", 7) == 0;
+    if (bad)
+        return q_err(err, MD_EINVAL, MD_CODE_INVALID_NAMESPACE,
+                     "Invalid namespace specified '%s.%s'", db->name, name);
+    if (strlen(db->name) + 1 + n > Q_NS_MAX)
+        return q_err(err, MD_EINVAL, MD_CODE_INVALID_NAMESPACE,
+                     "fully qualified namespace %s.%s is too long (max is %d bytes)",
+                     db->name, name, Q_NS_MAX);
+    size_t dl = strlen(db->name);
+    assert(dl + 1 + n < ENG_IDENT_MAX);
+    memcpy(ns, db->name, dl);
+    ns[dl] = '.';
+    memcpy(ns + dl + 1, name, n + 1);
+    return 0;
+}
+
+static int alloc_from_storage_engine(const bson_iter_t *it, int *alloc, md_error *err)
+{
+    bson_iter_t se, mm;
+    if (!BSON_ITER_HOLDS_DOCUMENT(it))
+        return q_err_field_type(err, "create", "storageEngine", bson_iter_type(it), "object");
+    bson_iter_recurse(it, &se);
+    if (!bson_iter_find(&se, "mmapv1") || !BSON_ITER_HOLDS_DOCUMENT(&se))
+        return 0; /* options for other engines are ignored */
+    bson_iter_recurse(&se, &mm);
+    if (!bson_iter_find(&mm, "allocationStrategy"))
+        return 0;
+    int a = BSON_ITER_HOLDS_UTF8(&mm) ? eng_alloc_parse(bson_iter_utf8(&mm, NULL)) : -1;
+    if (a < 0)
+        return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE,
+                     "storageEngine.mmapv1.allocationStrategy must be one of "
+                     "\"powerOf2\", \"noPadding\" or \"paddingFactor\"");
+    *alloc = a;
+    return 0;
+}
+
+static bool option_unsupported(const char *k)
+{
+    static const char *const names[] = {"validator", "validationLevel", "validationAction",
+                                        "viewOn", "pipeline", "collation",
+                                        "indexOptionDefaults", "idIndex", NULL};
+    for (size_t i = 0; names[i]; i++)
+        if (strcmp(k, names[i]) == 0)
+            return true;
+    return false;
+}
+
+/*
+ * Options are read in order and the last one naming a strategy wins:
+ * noPadding: true -> noPadding; usePowerOf2Sizes: false -> paddingFactor
+ * (MongoDB 2.x meaning); flags (1 = powerOf2, 2 = noPadding);
+ * storageEngine.mmapv1.allocationStrategy names one directly.
+ */
+int q_options_alloc(const bson_t *options, int *alloc, md_error *err)
+{
+    bson_iter_t it;
+    *alloc = ENG_ALLOC_POWEROF2;
+    if (!options || !bson_iter_init(&it, options))
+        return 0;
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        int rc = 0;
+        if (strcmp(k, "capped") == 0) {
+            if (bson_iter_as_bool(&it))
+                return q_err(err, MD_ENOTSUP, MD_CODE_COMMAND_NOT_SUPPORTED,
+                             "capped collections are not supported yet");
+        } else if (strcmp(k, "noPadding") == 0) {
+            if (bson_iter_as_bool(&it))
+                *alloc = ENG_ALLOC_NOPADDING;
+        } else if (strcmp(k, "usePowerOf2Sizes") == 0) {
+            *alloc = bson_iter_as_bool(&it) ? ENG_ALLOC_POWEROF2 : ENG_ALLOC_PADDINGFACTOR;
+        } else if (strcmp(k, "flags") == 0) {
+            int64_t f = 0;
+            q_iter_int64(&it, &f);
+            *alloc = (f & 2) ? ENG_ALLOC_NOPADDING
+                             : (f & 1) ? ENG_ALLOC_POWEROF2 : ENG_ALLOC_PADDINGFACTOR;
+        } else if (strcmp(k, "storageEngine") == 0) {
+            rc = alloc_from_storage_engine(&it, alloc, err);
+        } else if (option_unsupported(k)) {
+            rc = q_err(err, MD_ENOTSUP, MD_CODE_COMMAND_NOT_SUPPORTED,
+                       "collection option '%s' is not supported yet", k);
+        } else if (strcmp(k, "size") && strcmp(k, "max") && strcmp(k, "autoIndexId")) {
+            rc = q_err(err, MD_EINVAL, MD_CODE_INVALID_OPTIONS,
+                       "The field '%s' is not a valid collection option.", k);
+        }
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* ---- in-memory structures ---------------------------------------------------- */
+
+q_index *q_index_new(const bson_t *spec, const char *ident)
+{
+    bson_iter_t it;
+    q_index *ix = q_zalloc(sizeof *ix);
+    assert(ix);
+    bson_copy_to(spec, &ix->spec);
+    bson_init(&ix->key);
+    if (bson_iter_init_find(&it, spec, "key") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+        const uint8_t *data;
+        uint32_t len;
+        bson_t k;
+        bson_iter_document(&it, &len, &data);
+        if (bson_init_static(&k, data, len)) {
+            bson_destroy(&ix->key);
+            bson_copy_to(&k, &ix->key);
+        }
+    }
+    if (bson_iter_init_find(&it, spec, "name") && BSON_ITER_HOLDS_UTF8(&it))
+        snprintf(ix->name, sizeof ix->name, "%s", bson_iter_utf8(&it, NULL));
+    ix->unique = strcmp(ix->name, "_id_") == 0 ||
+                 (bson_iter_init_find(&it, spec, "unique") && bson_iter_as_bool(&it));
+    ix->sparse = bson_iter_init_find(&it, spec, "sparse") && bson_iter_as_bool(&it);
+    snprintf(ix->ident, sizeof ix->ident, "%s", ident);
+    return ix;
+}
+
+void q_index_free(q_index *ix)
+{
+    if (!ix)
+        return;
+    eng_ss_close(ix->ss);
+    bson_destroy(&ix->key);
+    bson_destroy(&ix->spec);
+    free(ix);
+}
+
+static q_coll *coll_new(const char *name, const char *ns, const bson_t *options, int alloc)
+{
+    q_coll *c = q_zalloc(sizeof *c);
+    assert(c);
+    snprintf(c->name, sizeof c->name, "%s", name);
+    snprintf(c->ns, sizeof c->ns, "%s", ns);
+    if (options)
+        bson_copy_to(options, &c->options);
+    else
+        bson_init(&c->options);
+    c->alloc = alloc;
+    pthread_rwlock_init(&c->lock, NULL);
+    return c;
+}
+
+static void coll_free(q_coll *c)
+{
+    if (!c)
+        return;
+    for (size_t i = 0; i < c->nidx; i++)
+        q_index_free(c->idx[i]);
+    free(c->idx);
+    eng_rs_close(c->rs);
+    bson_destroy(&c->options);
+    pthread_rwlock_destroy(&c->lock);
+    free(c);
+}
+
+static void coll_add_index(q_coll *c, q_index *ix)
+{
+    q_index **v = realloc(c->idx, (c->nidx + 1) * sizeof *v);
+    assert(v);
+    c->idx = v;
+    c->idx[c->nidx++] = ix;
+}
+
+/* Link c into db->colls, keeping the list sorted by name. */
+static void coll_link(md_db *db, q_coll *c)
+{
+    q_coll **p = &db->colls;
+    while (*p && strcmp((*p)->name, c->name) < 0)
+        p = &(*p)->next;
+    c->next = *p;
+    *p = c;
+}
+
+static void coll_unlink(md_db *db, q_coll *c)
+{
+    for (q_coll **p = &db->colls; *p; p = &(*p)->next)
+        if (*p == c) {
+            *p = c->next;
+            return;
+        }
+}
+
+q_coll *q_coll_find(md_db *db, const char *name)
+{
+    for (q_coll *c = db->colls; c; c = c->next)
+        if (strcmp(c->name, name) == 0)
+            return c;
+    return NULL;
+}
+
+q_index *q_index_find(q_coll *c, const char *name)
+{
+    for (size_t i = 0; i < c->nidx; i++)
+        if (strcmp(c->idx[i]->name, name) == 0)
+            return c->idx[i];
+    return NULL;
+}
+
+/* Key patterns compare by field names and numeric direction ({a: 1} == {a: 1.0}). */
+static bool key_equal(const bson_t *a, const bson_t *b)
+{
+    bson_iter_t x, y;
+    bson_iter_init(&x, a);
+    bson_iter_init(&y, b);
+    for (;;) {
+        bool nx = bson_iter_next(&x), ny = bson_iter_next(&y);
+        if (!nx || !ny)
+            return nx == ny;
+        if (strcmp(bson_iter_key(&x), bson_iter_key(&y)) != 0 ||
+            q_value_cmp(&x, &y) != 0)
+            return false;
+    }
+}
+
+q_index *q_index_find_key(q_coll *c, const bson_t *key)
+{
+    for (size_t i = 0; i < c->nidx; i++)
+        if (key_equal(&c->idx[i]->key, key))
+            return c->idx[i];
+    return NULL;
+}
+
+void q_coll_stats(q_coll *c, eng_rs_stats *st)
+{
+    eng_rs_get_stats(c->rs, st);
+}
+
+void q_coll_lock(md_db *db, q_coll *c, bool write)
+{
+    if (!c || !db->ops->collection_lock)
+        return;
+    if (write)
+        pthread_rwlock_wrlock(&c->lock);
+    else
+        pthread_rwlock_rdlock(&c->lock);
+}
+
+void q_coll_unlock(md_db *db, q_coll *c)
+{
+    if (c && db->ops->collection_lock)
+        pthread_rwlock_unlock(&c->lock);
+}
+
+/* ---- persisted form -------------------------------------------------------- */
+
+int q_catalog_put(md_db *db, eng_txn *t, q_coll *c, md_error *err)
+{
+    bson_t entry, arr, sub;
+    char key[24];
+    bson_init(&entry);
+    BSON_APPEND_UTF8(&entry, "ns", c->ns);
+    BSON_APPEND_UTF8(&entry, "ident", c->ns);
+    BSON_APPEND_DOCUMENT(&entry, "options", &c->options);
+    BSON_APPEND_ARRAY_BEGIN(&entry, "indexes", &arr);
+    for (size_t i = 0; i < c->nidx; i++) {
+        snprintf(key, sizeof key, "%zu", i);
+        bson_append_document_begin(&arr, key, -1, &sub);
+        BSON_APPEND_DOCUMENT(&sub, "spec", &c->idx[i]->spec);
+        BSON_APPEND_UTF8(&sub, "ident", c->idx[i]->ident);
+        BSON_APPEND_BOOL(&sub, "multikey", c->idx[i]->multikey);
+        bson_append_document_end(&arr, &sub);
+    }
+    bson_append_array_end(&entry, &arr);
+    int rc = eng_meta_put(db->eng, t, c->ns, &entry, err);
+    bson_destroy(&entry);
+    if (rc)
+        q_err_engine(err, rc, "writing the catalog");
+    return rc;
+}
+
+static int load_indexes(md_db *db, q_coll *c, bson_iter_t *arr, md_error *err)
+{
+    bson_iter_t it;
+    bson_iter_recurse(arr, &it);
+    while (bson_iter_next(&it)) {
+        bson_iter_t f;
+        const uint8_t *data;
+        uint32_t len;
+        bson_t spec;
+        if (!BSON_ITER_HOLDS_DOCUMENT(&it))
+            return ENG_CORRUPT(err, "catalog entry %s: bad index entry", c->ns);
+        bson_iter_recurse(&it, &f);
+        if (!bson_iter_find(&f, "spec") || !BSON_ITER_HOLDS_DOCUMENT(&f))
+            return ENG_CORRUPT(err, "catalog entry %s: index without spec", c->ns);
+        bson_iter_document(&f, &len, &data);
+        if (!bson_init_static(&spec, data, len))
+            return ENG_CORRUPT(err, "catalog entry %s: bad index spec", c->ns);
+        bson_iter_recurse(&it, &f);
+        if (!bson_iter_find(&f, "ident") || !BSON_ITER_HOLDS_UTF8(&f))
+            return ENG_CORRUPT(err, "catalog entry %s: index without ident", c->ns);
+        q_index *ix = q_index_new(&spec, bson_iter_utf8(&f, NULL));
+        coll_add_index(c, ix);
+        bson_iter_recurse(&it, &f);
+        ix->multikey = bson_iter_find(&f, "multikey") && bson_iter_as_bool(&f);
+        if (!ix->name[0] || bson_empty(&ix->key))
+            return ENG_CORRUPT(err, "catalog entry %s: malformed index spec", c->ns);
+        int rc = eng_ss_open(db->eng, ix->ident, &ix->ss, err);
+        if (rc)
+            return q_err_engine(err, rc, "opening an index");
+    }
+    return 0;
+}
+
+typedef struct load_ctx {
+    md_db *db;
+    md_error *err;
+} load_ctx;
+
+static int load_one(void *ctx, const char *key, const bson_t *value)
+{
+    load_ctx *lc = ctx;
+    md_db *db = lc->db;
+    size_t dl = strlen(db->name);
+    bson_iter_t it;
+    int alloc = ENG_ALLOC_POWEROF2;
+    if (strncmp(key, db->name, dl) != 0 || key[dl] != '.' ||
+        !bson_iter_init_find(&it, value, "ident"))
+        return 0; /* not a collection entry of this database */
+    bson_t options = BSON_INITIALIZER;
+    if (bson_iter_init_find(&it, value, "options") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+        const uint8_t *data;
+        uint32_t len;
+        bson_iter_document(&it, &len, &data);
+        bson_destroy(&options);
+        if (!bson_init_static(&options, data, len))
+            bson_init(&options);
+    }
+    q_options_alloc(&options, &alloc, NULL);
+    q_coll *c = coll_new(key + dl + 1, key, &options, alloc);
+    bson_destroy(&options);
+    int rc = eng_rs_open(db->eng, key, &c->rs, lc->err);
+    if (rc) {
+        q_err_engine(lc->err, rc, "opening a collection");
+    } else if (!bson_iter_init_find(&it, value, "indexes") || !BSON_ITER_HOLDS_ARRAY(&it)) {
+        rc = ENG_CORRUPT(lc->err, "catalog entry %s has no indexes", key);
+    } else {
+        rc = load_indexes(db, c, &it, lc->err);
+    }
+    if (rc) {
+        coll_free(c);
+        return rc;
+    }
+    coll_link(db, c);
+    return 0;
+}
+
+int q_catalog_load(md_db *db, md_error *err)
+{
+    load_ctx lc = {db, err};
+    int rc = eng_meta_list(db->eng, load_one, &lc);
+    if (rc)
+        q_catalog_unload(db);
+    return rc;
+}
+
+void q_catalog_unload(md_db *db)
+{
+    while (db->colls) {
+        q_coll *c = db->colls;
+        db->colls = c->next;
+        coll_free(c);
+    }
+}
+
+/* ---- create / drop ------------------------------------------------------------ */
+
+static q_index *id_index_new(const char *ns)
+{
+    bson_t spec, key;
+    char ident[ENG_IDENT_MAX + 8];
+    bson_init(&spec);
+    BSON_APPEND_INT32(&spec, "v", 2);
+    BSON_APPEND_DOCUMENT_BEGIN(&spec, "key", &key);
+    BSON_APPEND_INT32(&key, "_id", 1);
+    bson_append_document_end(&spec, &key);
+    BSON_APPEND_UTF8(&spec, "name", "_id_");
+    BSON_APPEND_UTF8(&spec, "ns", ns);
+    snprintf(ident, sizeof ident, "%s.$_id_", ns);
+    q_index *ix = q_index_new(&spec, ident);
+    bson_destroy(&spec);
+    return ix;
+}
+
+static int create_storage(md_db *db, q_coll *c, bool durable, md_error *err)
+{
+    eng_txn *t = NULL;
+    eng_rs_options o = {.alloc = c->alloc};
+    int rc = eng_txn_begin(db->eng, &t);
+    if (rc)
+        return q_err_engine(err, rc, "starting a transaction");
+    rc = eng_rs_create(db->eng, t, c->ns, &o, err);
+    if (!rc)
+        rc = eng_ss_create(db->eng, t, c->idx[0]->ident, err);
+    if (!rc)
+        rc = q_catalog_put(db, t, c, err);
+    if (rc) {
+        eng_txn_abort(t);
+        q_err_engine(err, rc, "creating a collection");
+        return q_write_failed(db, rc, err);
+    }
+    rc = eng_txn_commit(t, durable, err);
+    if (rc)
+        return q_write_failed(db, q_err_engine(err, rc, "committing"), err);
+    return 0;
+}
+
+int q_coll_create(md_db *db, const char *name, const bson_t *options, q_coll **out,
+                  md_error *err)
+{
+    char ns[ENG_IDENT_MAX];
+    int alloc, rc;
+    if ((rc = q_ns_make(db, name, ns, err)) != 0)
+        return rc;
+    if (q_coll_find(db, name))
+        return q_err(err, MD_EEXISTS, MD_CODE_NAMESPACE_EXISTS,
+                     "a collection '%s' already exists", ns);
+    if ((rc = q_options_alloc(options, &alloc, err)) != 0)
+        return rc;
+    if ((rc = q_write_allowed(db, err)) != 0)
+        return rc;
+    q_coll *c = coll_new(name, ns, options, alloc);
+    coll_add_index(c, id_index_new(ns));
+    rc = create_storage(db, c, false, err);
+    if (!rc && (rc = eng_rs_open(db->eng, c->ns, &c->rs, err)) != 0)
+        q_err_engine(err, rc, "opening the new collection");
+    if (!rc && (rc = eng_ss_open(db->eng, c->idx[0]->ident, &c->idx[0]->ss, err)) != 0)
+        q_err_engine(err, rc, "opening the new _id index");
+    if (rc) {
+        coll_free(c);
+        return rc;
+    }
+    coll_link(db, c);
+    if (out)
+        *out = c;
+    return 0;
+}
+
+int q_coll_get_or_create(md_db *db, const char *name, bool *created, q_coll **out,
+                         md_error *err)
+{
+    if (created)
+        *created = false;
+    *out = q_coll_find(db, name);
+    if (*out)
+        return 0;
+    int rc = q_coll_create(db, name, NULL, out, err);
+    if (!rc && created)
+        *created = true;
+    return rc;
+}
+
+static int reopen_handles(md_db *db, q_coll *c, md_error *err)
+{
+    int rc = c->rs ? 0 : eng_rs_open(db->eng, c->ns, &c->rs, err);
+    for (size_t i = 0; !rc && i < c->nidx; i++)
+        if (!c->idx[i]->ss)
+            rc = eng_ss_open(db->eng, c->idx[i]->ident, &c->idx[i]->ss, err);
+    return rc;
+}
+
+static void close_handles(q_coll *c)
+{
+    for (size_t i = 0; i < c->nidx; i++) {
+        eng_ss_close(c->idx[i]->ss);
+        c->idx[i]->ss = NULL;
+    }
+    eng_rs_close(c->rs);
+    c->rs = NULL;
+}
+
+/* Storage handles are closed before their objects are dropped; if the drop
+ * fails, the transaction is aborted and the handles opened again. */
+int q_coll_drop(md_db *db, q_coll *c, md_error *err)
+{
+    eng_txn *t = NULL;
+    int rc = q_write_allowed(db, err);
+    if (rc)
+        return rc;
+    q_cursor_kill_coll(db, c);
+    close_handles(c);
+    if ((rc = eng_txn_begin(db->eng, &t)) != 0)
+        goto out_reopen;
+    for (size_t i = 0; !rc && i < c->nidx; i++)
+        rc = eng_ss_drop(db->eng, t, c->idx[i]->ident);
+    if (!rc)
+        rc = eng_rs_drop(db->eng, t, c->ns);
+    if (!rc)
+        rc = eng_meta_del(db->eng, t, c->ns);
+    if (rc) {
+        eng_txn_abort(t);
+        goto out_reopen;
+    }
+    if ((rc = eng_txn_commit(t, false, err)) != 0)
+        goto out_reopen;
+    coll_unlink(db, c);
+    coll_free(c);
+    return 0;
+out_reopen:
+    q_err_engine(err, rc, "dropping a collection");
+    q_write_failed(db, rc, err);
+    reopen_handles(db, c, NULL);
+    return rc;
+}

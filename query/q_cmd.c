@@ -1,0 +1,370 @@
+/*
+ * q_cmd.c -- the command dispatcher (md_db_command) and the helpers every
+ * command file shares: MongoDB-shaped errors, argument checks, write
+ * concern, plus the few small commands (ping, buildInfo, isMaster).
+ *
+ * A command is a document whose FIRST field names it: {find: "c", ...}.
+ * Handlers append their reply fields and return 0, or return a negative
+ * MD_* code with `err` filled; the dispatcher then answers MongoDB's error
+ * shape {ok: 0, errmsg, code, codeName} instead.  Fields every command
+ * accepts ($db, lsid, $readPreference, writeConcern...) are ignored here and
+ * read where they matter.
+ */
+#include <assert.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include "q_int.h"
+
+/* ---- errors ---------------------------------------------------------------------- */
+
+static void fix_code_name(md_error *err)
+{
+    if (!err || err->code == MD_CODE_UNKNOWN_ERROR || strcmp(err->code_name, "UnknownError"))
+        return;
+    if (err->code == Q_CODE_OPERATION_FAILED)
+        snprintf(err->code_name, sizeof err->code_name, "OperationFailed");
+    else if (err->code == Q_CODE_UNAUTHORIZED)
+        snprintf(err->code_name, sizeof err->code_name, "Unauthorized");
+    else if (err->code == Q_CODE_INVALID_LENGTH)
+        snprintf(err->code_name, sizeof err->code_name, "InvalidLength");
+    else
+        snprintf(err->code_name, sizeof err->code_name, "Location%d", err->code);
+}
+
+int q_err(md_error *err, int rc, int code, const char *fmt, ...)
+{
+    va_list ap;
+    if (!err)
+        return rc;
+    err->code = code;
+    va_start(ap, fmt);
+    vsnprintf(err->message, sizeof err->message, fmt, ap);
+    va_end(ap);
+    snprintf(err->code_name, sizeof err->code_name, "%s", md_code_name(code));
+    fix_code_name(err);
+    return rc;
+}
+
+int q_err_engine(md_error *err, int rc, const char *what)
+{
+    if (err && rc && !err->message[0])
+        q_err(err, rc, eng_rc_to_code(rc), "%s: %s", what, md_strerror(rc));
+    else if (err && rc && !err->code)
+        err->code = eng_rc_to_code(rc);
+    fix_code_name(err);
+    return rc;
+}
+
+int q_err_field_type(md_error *err, const char *cmd, const char *field, bson_type_t got,
+                     const char *want)
+{
+    return q_err(err, MD_EINVAL, MD_CODE_TYPE_MISMATCH,
+                 "BSON field '%s.%s' is the wrong type '%s', expected type '%s'", cmd, field,
+                 q_type_name(got), want);
+}
+
+int q_err_field_missing(md_error *err, const char *cmd, const char *field)
+{
+    return q_err(err, MD_EINVAL, Q_CODE_IDL_MISSING_FIELD,
+                 "BSON field '%s.%s' is missing but a required field", cmd, field);
+}
+
+int q_err_field_unknown(md_error *err, const char *cmd, const char *field)
+{
+    return q_err(err, MD_EINVAL, Q_CODE_IDL_UNKNOWN_FIELD,
+                 "BSON field '%s.%s' is an unknown field.", cmd, field);
+}
+
+/* ---- arguments --------------------------------------------------------------------- */
+
+bool q_is_generic_arg(const char *name)
+{
+    static const char *const names[] = {
+        "$db", "lsid", "$readPreference", "writeConcern", "maxTimeMS", "readConcern",
+        "$clusterTime", "txnNumber", "$queryOptions", "$audit", "$client", "$configServerState",
+        "$gleStats", "$oplogQueryData", "$replData", "allowImplicitCollectionCreation",
+        "autocommit", "startTransaction", "stmtId", "$logicalTime", NULL};
+    for (size_t i = 0; names[i]; i++)
+        if (strcmp(name, names[i]) == 0)
+            return true;
+    return false;
+}
+
+int q_cmd_coll_name(md_db *db, const bson_t *cmd, bool idl, const char **name, char *ns,
+                    md_error *err)
+{
+    bson_iter_t it;
+    bson_iter_init(&it, cmd);
+    bson_iter_next(&it);
+    if (!BSON_ITER_HOLDS_UTF8(&it)) {
+        if (idl)
+            return q_err_field_type(err, bson_iter_key(&it), bson_iter_key(&it),
+                                    bson_iter_type(&it), "string");
+        return q_err(err, MD_EINVAL, MD_CODE_INVALID_NAMESPACE,
+                     "collection name has invalid type %s", q_type_name(bson_iter_type(&it)));
+    }
+    uint32_t len;
+    *name = bson_iter_utf8(&it, &len);
+    if (strlen(*name) != len)
+        return q_err(err, MD_EINVAL, MD_CODE_INVALID_NAMESPACE,
+                     "namespaces cannot have embedded null characters");
+    return q_ns_make(db, *name, ns, err);
+}
+
+bool q_iter_int64(const bson_iter_t *it, int64_t *out)
+{
+    switch (bson_iter_type(it)) {
+    case BSON_TYPE_INT32:
+        *out = bson_iter_int32(it);
+        return true;
+    case BSON_TYPE_INT64:
+        *out = bson_iter_int64(it);
+        return true;
+    case BSON_TYPE_DOUBLE: {
+        double d = bson_iter_double(it);
+        if (d != d || d < -9.2e18 || d > 9.2e18 || d != (double)(int64_t)d)
+            return false;
+        *out = (int64_t)d;
+        return true;
+    }
+    default:
+        return false;
+    }
+}
+
+void q_append_number(bson_t *b, const char *key, int64_t v)
+{
+    if (v >= INT32_MIN && v <= INT32_MAX)
+        BSON_APPEND_INT32(b, key, (int32_t)v);
+    else
+        BSON_APPEND_INT64(b, key, v);
+}
+
+static int write_concern_w(const bson_iter_t *it, md_error *err)
+{
+    int64_t w;
+    if (BSON_ITER_HOLDS_UTF8(it)) {
+        if (strcmp(bson_iter_utf8(it, NULL), "majority") != 0)
+            return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE,
+                         "unrecognized write concern mode: %s", bson_iter_utf8(it, NULL));
+        return 0;
+    }
+    if (!BSON_ITER_HOLDS_NUMBER(it) || !q_iter_int64(it, &w) || w < 0)
+        return q_err(err, MD_EINVAL, MD_CODE_FAILED_TO_PARSE,
+                     "w has to be a non-negative number or a string");
+    if (w > 1)
+        return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE,
+                     "cannot use 'w' > 1 on a standalone minidoc");
+    return 0;
+}
+
+int q_write_concern(const bson_t *cmd, bool *durable, md_error *err)
+{
+    bson_iter_t it, wc;
+    *durable = false;
+    if (!bson_iter_init_find(&it, cmd, "writeConcern"))
+        return 0;
+    if (!BSON_ITER_HOLDS_DOCUMENT(&it))
+        return q_err(err, MD_EINVAL, MD_CODE_FAILED_TO_PARSE, "writeConcern must be an object");
+    bson_iter_recurse(&it, &wc);
+    while (bson_iter_next(&wc)) {
+        const char *k = bson_iter_key(&wc);
+        int rc = 0;
+        if (strcmp(k, "w") == 0) {
+            rc = write_concern_w(&wc, err);
+        } else if (strcmp(k, "j") == 0 || strcmp(k, "fsync") == 0) {
+            if (!BSON_ITER_HOLDS_BOOL(&wc) && !BSON_ITER_HOLDS_NUMBER(&wc))
+                rc = q_err(err, MD_EINVAL, MD_CODE_FAILED_TO_PARSE,
+                           "%s must be numeric or a boolean value", k);
+            else if (bson_iter_as_bool(&wc))
+                *durable = true;
+        } else if (strcmp(k, "wtimeout") != 0 && strcmp(k, "getLastError") != 0) {
+            rc = q_err(err, MD_EINVAL, MD_CODE_FAILED_TO_PARSE,
+                       "unrecognized write concern field: %s", k);
+        }
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+void *q_zalloc(size_t size)
+{
+    void *p = NULL;
+    size_t align = BSON_ALIGNOF(bson_t) > sizeof(void *) ? BSON_ALIGNOF(bson_t) : sizeof(void *);
+    int rc = posix_memalign(&p, align, size ? size : 1);
+    assert(rc == 0 && p);
+    (void)rc;
+    memset(p, 0, size ? size : 1);
+    return p;
+}
+
+int64_t q_now_ms(void)
+{
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+}
+
+/* ---- small commands ------------------------------------------------------------------ */
+
+int q_cmd_ping(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err)
+{
+    return 0;
+}
+
+int q_cmd_build_info(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err)
+{
+    bson_t arr;
+    char key[16];
+    BSON_APPEND_UTF8(reply, "version", "3.6.0-minidoc-" MD_VERSION_STRING);
+    BSON_APPEND_UTF8(reply, "gitVersion", "none");
+    BSON_APPEND_UTF8(reply, "allocator", "system");
+    BSON_APPEND_UTF8(reply, "javascriptEngine", "none");
+    BSON_APPEND_ARRAY_BEGIN(reply, "versionArray", &arr);
+    BSON_APPEND_INT32(&arr, "0", 3);
+    BSON_APPEND_INT32(&arr, "1", 6);
+    BSON_APPEND_INT32(&arr, "2", 0);
+    BSON_APPEND_INT32(&arr, "3", 0);
+    bson_append_array_end(reply, &arr);
+    BSON_APPEND_INT32(reply, "bits", (int32_t)(8 * sizeof(void *)));
+    BSON_APPEND_BOOL(reply, "debug", false);
+    BSON_APPEND_INT32(reply, "maxBsonObjectSize", Q_BSON_MAX);
+    BSON_APPEND_ARRAY_BEGIN(reply, "storageEngines", &arr);
+    const eng_ops *const *e = eng_engines();
+    for (int i = 0; e[i]; i++) {
+        snprintf(key, sizeof key, "%d", i);
+        bson_append_utf8(&arr, key, -1, e[i]->name, -1);
+    }
+    bson_append_array_end(reply, &arr);
+    return 0;
+}
+
+int q_cmd_is_master(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err)
+{
+    BSON_APPEND_BOOL(reply, "ismaster", true);
+    BSON_APPEND_INT32(reply, "maxBsonObjectSize", Q_BSON_MAX);
+    BSON_APPEND_INT32(reply, "maxMessageSizeBytes", 48000000);
+    BSON_APPEND_INT32(reply, "maxWriteBatchSize", 100000);
+    BSON_APPEND_DATE_TIME(reply, "localTime", q_now_ms());
+    BSON_APPEND_INT32(reply, "minWireVersion", 0);
+    BSON_APPEND_INT32(reply, "maxWireVersion", 6);
+    BSON_APPEND_BOOL(reply, "readOnly", false);
+    return 0;
+}
+
+/* ---- dispatch ---------------------------------------------------------------------- */
+
+static const struct {
+    const char *name;
+    q_cmd_fn fn;
+} commands[] = {
+    {"insert", q_cmd_insert},
+    {"update", q_cmd_update},
+    {"delete", q_cmd_delete},
+    {"findAndModify", q_cmd_find_and_modify},
+    {"findandmodify", q_cmd_find_and_modify},
+    {"find", q_cmd_find},
+    {"getMore", q_cmd_get_more},
+    {"killCursors", q_cmd_kill_cursors},
+    {"count", q_cmd_count},
+    {"create", q_cmd_create},
+    {"drop", q_cmd_drop},
+    {"dropDatabase", q_cmd_drop_database},
+    {"listCollections", q_cmd_list_collections},
+    {"collMod", q_cmd_coll_mod},
+    {"createIndexes", q_cmd_create_indexes},
+    {"dropIndexes", q_cmd_drop_indexes},
+    {"deleteIndexes", q_cmd_drop_indexes},
+    {"listIndexes", q_cmd_list_indexes},
+    {"collStats", q_cmd_coll_stats},
+    {"serverStatus", q_cmd_server_status},
+    {"validate", q_cmd_validate},
+    {"compact", q_cmd_compact},
+    {"fsync", q_cmd_fsync},
+    {"ping", q_cmd_ping},
+    {"buildInfo", q_cmd_build_info},
+    {"buildinfo", q_cmd_build_info},
+    {"isMaster", q_cmd_is_master},
+    {"ismaster", q_cmd_is_master},
+};
+
+static q_cmd_fn find_command(const char *name)
+{
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(commands[i].name, name) == 0)
+            return commands[i].fn;
+    return NULL;
+}
+
+static int run_command(md_db *db, const bson_t *command, bson_t *reply, md_error *err)
+{
+    bson_iter_t it;
+    size_t off;
+    if (!bson_validate(command, BSON_VALIDATE_NONE, &off))
+        return q_err(err, MD_EINVAL, MD_CODE_INVALID_BSON,
+                     "command document is not valid BSON (at offset %zu)", off);
+    if (!bson_iter_init(&it, command) || !bson_iter_next(&it))
+        return q_err(err, MD_EINVAL, MD_CODE_FAILED_TO_PARSE, "empty command document");
+    q_cmd_fn fn = find_command(bson_iter_key(&it));
+    if (!fn)
+        return q_err(err, MD_EINVAL, MD_CODE_COMMAND_NOT_FOUND, "no such command: '%s'",
+                     bson_iter_key(&it));
+    int rc = fn(db, command, reply, err);
+    if (rc && !err->message[0])
+        q_err(err, rc, eng_rc_to_code(rc), "%s", md_strerror(rc));
+    return rc;
+}
+
+int md_db_command(md_db *db, const bson_t *command, bson_t *reply, md_error *err)
+{
+    md_error local;
+    int rc;
+    if (!err)
+        err = &local;
+    md_error_clear(err);
+    bson_init(reply);
+    if (!db || !command)
+        rc = q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE, "md_db_command: NULL argument");
+    else
+        rc = run_command(db, command, reply, err);
+    if (rc) {
+        if (rc > 0)
+            rc = MD_ERROR;
+        bson_reinit(reply);
+        BSON_APPEND_DOUBLE(reply, "ok", 0.0);
+        BSON_APPEND_UTF8(reply, "errmsg", err->message);
+        BSON_APPEND_INT32(reply, "code", err->code);
+        BSON_APPEND_UTF8(reply, "codeName", err->code_name);
+        return rc;
+    }
+    BSON_APPEND_DOUBLE(reply, "ok", 1.0);
+    return 0;
+}
+
+int md_db_command_json(md_db *db, const char *json, bson_t *reply, md_error *err)
+{
+    bson_error_t berr;
+    md_error local;
+    if (!err)
+        err = &local;
+    bson_t *cmd = json ? bson_new_from_json((const uint8_t *)json, -1, &berr) : NULL;
+    if (!cmd) {
+        md_error_clear(err);
+        q_err(err, MD_EINVAL, MD_CODE_FAILED_TO_PARSE, "invalid JSON: %s",
+              json ? berr.message : "NULL");
+        bson_init(reply);
+        BSON_APPEND_DOUBLE(reply, "ok", 0.0);
+        BSON_APPEND_UTF8(reply, "errmsg", err->message);
+        BSON_APPEND_INT32(reply, "code", err->code);
+        BSON_APPEND_UTF8(reply, "codeName", err->code_name);
+        return MD_EINVAL;
+    }
+    int rc = md_db_command(db, cmd, reply, err);
+    bson_destroy(cmd);
+    return rc;
+}

@@ -1,0 +1,749 @@
+/*
+ * q_cmd_crud.c -- the write commands: insert, update, delete and
+ * findAndModify, in MongoDB 3.6's shapes.
+ *
+ *   {insert: "c", documents: [...], ordered: true}   -> {n, writeErrors?, ok}
+ *   {update: "c", updates: [{q, u, upsert, multi}]}  -> {n, nModified, upserted?, ...}
+ *   {delete: "c", deletes: [{q, limit}]}             -> {n, writeErrors?, ok}
+ *
+ * The whole command is checked first (wrong types are command errors, as
+ * with 3.6's IDL parser); then each statement runs, and one that fails
+ * becomes a writeError {index, code, errmsg}; ordered: true stops there.
+ * A multi update collects the matching RecordIds first, then updates each
+ * after re-reading and re-matching it, skipping RecordIds its own moves
+ * produced, so no document is updated twice.
+ */
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "q_int.h"
+
+/* ---- shared pieces --------------------------------------------------------------- */
+
+typedef struct write_errors {
+    bson_t arr;
+    int n;
+} write_errors;
+
+static void we_add(write_errors *we, int index, md_error *err)
+{
+    bson_t e;
+    char key[16];
+    snprintf(key, sizeof key, "%d", we->n++);
+    bson_append_document_begin(&we->arr, key, -1, &e);
+    BSON_APPEND_INT32(&e, "index", index);
+    BSON_APPEND_INT32(&e, "code", err->code ? err->code : MD_CODE_UNKNOWN_ERROR);
+    BSON_APPEND_UTF8(&e, "errmsg", err->message);
+    bson_append_document_end(&we->arr, &e);
+    md_error_clear(err);
+}
+
+static void we_finish(write_errors *we, bson_t *reply)
+{
+    if (we->n)
+        BSON_APPEND_ARRAY(reply, "writeErrors", &we->arr);
+    bson_destroy(&we->arr);
+}
+
+typedef struct cmd_common {
+    const char *name;  /* collection */
+    char ns[ENG_IDENT_MAX];
+    bson_iter_t stmts; /* the statement array */
+    bool ordered, durable;
+} cmd_common;
+
+/* Parse {<verb>: name, <array_field>: [...], ordered, writeConcern, ...}. */
+static int parse_common(md_db *db, const bson_t *cmd, const char *verb, const char *array_field,
+                        cmd_common *cc, md_error *err)
+{
+    bson_iter_t it;
+    bool have_array = false;
+    int rc = q_cmd_coll_name(db, cmd, true, &cc->name, cc->ns, err);
+    cc->ordered = true;
+    bson_iter_init(&it, cmd);
+    bson_iter_next(&it);
+    while (!rc && bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, array_field) == 0) {
+            if (!BSON_ITER_HOLDS_ARRAY(&it))
+                return q_err_field_type(err, verb, k, bson_iter_type(&it), "array");
+            bson_iter_recurse(&it, &cc->stmts);
+            have_array = true;
+        } else if (strcmp(k, "ordered") == 0) {
+            if (!BSON_ITER_HOLDS_BOOL(&it))
+                return q_err_field_type(err, verb, k, bson_iter_type(&it), "bool");
+            cc->ordered = bson_iter_bool(&it);
+        } else if (strcmp(k, "bypassDocumentValidation") != 0 && !q_is_generic_arg(k)) {
+            return q_err_field_unknown(err, verb, k);
+        }
+    }
+    if (!rc && !have_array)
+        rc = q_err_field_missing(err, verb, array_field);
+    if (!rc)
+        rc = q_write_concern(cmd, &cc->durable, err);
+    return rc;
+}
+
+/* Every element of the statement array must be a document; count them. */
+static int count_stmts(const cmd_common *cc, const char *verb, const char *field, int *n,
+                       md_error *err)
+{
+    bson_iter_t it = cc->stmts;
+    char path[64];
+    *n = 0;
+    while (bson_iter_next(&it)) {
+        if (!BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            snprintf(path, sizeof path, "%s.%d", field, *n);
+            return q_err_field_type(err, verb, path, bson_iter_type(&it), "object");
+        }
+        (*n)++;
+    }
+    if (*n < 1 || *n > 100000)
+        return q_err(err, MD_EINVAL, Q_CODE_INVALID_LENGTH,
+                     "Write batch sizes must be between 1 and 100000. Got %d operations.", *n);
+    return 0;
+}
+
+static bool iter_doc(const bson_iter_t *it, bson_t *out)
+{
+    const uint8_t *data;
+    uint32_t len;
+    if (!BSON_ITER_HOLDS_DOCUMENT(it) && !BSON_ITER_HOLDS_ARRAY(it))
+        return false;
+    if (BSON_ITER_HOLDS_DOCUMENT(it))
+        bson_iter_document(it, &len, &data);
+    else
+        bson_iter_array(it, &len, &data);
+    return bson_init_static(out, data, len);
+}
+
+/* ---- insert -------------------------------------------------------------------------- */
+
+static int insert_one(md_db *db, q_coll *c, const bson_t *doc, bool durable, md_error *err)
+{
+    bson_t stored;
+    int rc = q_doc_prepare_insert(doc, &stored, err);
+    if (rc)
+        return rc;
+    rc = q_write_insert(db, c, &stored, durable, NULL, err);
+    bson_destroy(&stored);
+    return rc;
+}
+
+int q_cmd_insert(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err)
+{
+    cmd_common cc;
+    write_errors we = {.n = 0};
+    q_coll *c = NULL;
+    int n, i = 0, ok = 0;
+    int rc = parse_common(db, cmd, "insert", "documents", &cc, err);
+    if (!rc)
+        rc = count_stmts(&cc, "insert", "documents", &n, err);
+    if (!rc)
+        rc = q_write_allowed(db, err);
+    if (!rc)
+        rc = q_coll_get_or_create(db, cc.name, NULL, &c, err);
+    if (rc)
+        return rc;
+    bson_init(&we.arr);
+    q_coll_lock(db, c, true);
+    for (bson_iter_t it = cc.stmts; bson_iter_next(&it); i++) {
+        bson_t doc;
+        if (!iter_doc(&it, &doc))
+            rc = q_err(err, MD_EINVAL, MD_CODE_INVALID_BSON, "invalid document");
+        else
+            rc = insert_one(db, c, &doc, cc.durable, err);
+        if (!rc) {
+            ok++;
+            continue;
+        }
+        we_add(&we, i, err);
+        if (cc.ordered || db->failed)
+            break;
+    }
+    q_coll_unlock(db, c);
+    q_append_number(reply, "n", ok);
+    we_finish(&we, reply);
+    return 0;
+}
+
+/* ---- RecordId set (multi updates) ------------------------------------------------------- */
+
+typedef struct rid_set {
+    eng_rid *v;
+    size_t cap, n;
+} rid_set;
+
+static size_t rid_hash(eng_rid r, size_t cap)
+{
+    uint64_t z = (uint64_t)r * 0x9e3779b97f4a7c15ull;
+    return (size_t)(z >> 17) & (cap - 1);
+}
+
+static bool rid_set_has(const rid_set *s, eng_rid r)
+{
+    if (!s->cap)
+        return false;
+    for (size_t i = rid_hash(r, s->cap); s->v[i]; i = (i + 1) & (s->cap - 1))
+        if (s->v[i] == r)
+            return true;
+    return false;
+}
+
+static void rid_set_add(rid_set *s, eng_rid r)
+{
+    if (rid_set_has(s, r))
+        return;
+    if (2 * (s->n + 1) > s->cap) {
+        rid_set old = *s;
+        s->cap = s->cap ? s->cap * 2 : 64;
+        s->v = calloc(s->cap, sizeof *s->v);
+        assert(s->v);
+        s->n = 0;
+        for (size_t i = 0; i < old.cap; i++)
+            if (old.v[i])
+                rid_set_add(s, old.v[i]);
+        free(old.v);
+    }
+    size_t i = rid_hash(r, s->cap);
+    while (s->v[i])
+        i = (i + 1) & (s->cap - 1);
+    s->v[i] = r;
+    s->n++;
+}
+
+/* ---- upsert ------------------------------------------------------------------------- */
+
+/* The seed an upsert starts from: the query's equality fields (only its _id
+ * for a replacement), _id first; dotted paths are expanded into embedded
+ * documents by applying them as a $set. */
+static int upsert_seed(const bson_t *q, bool replacement, bson_t *seed, md_error *err)
+{
+    bson_t eq = BSON_INITIALIZER, rest = BSON_INITIALIZER, set = BSON_INITIALIZER, base;
+    bson_iter_t it;
+    bool dotted = false, changed;
+    q_update *u = NULL;
+    bson_init(seed);
+    int rc = q_matcher_upsert_seed(q, &eq, err);
+    if (!rc && bson_iter_init_find(&it, &eq, "_id"))
+        bson_append_iter(seed, "_id", 3, &it);
+    if (!rc && !replacement)
+        bson_copy_to_excluding_noinit(&eq, &rest, "_id", NULL);
+    for (bson_iter_init(&it, &rest); bson_iter_next(&it);)
+        dotted |= strchr(bson_iter_key(&it), '.') != NULL;
+    if (!rc && !dotted)
+        bson_concat(seed, &rest);
+    if (!rc && dotted) {
+        bson_append_document(&set, "$set", 4, &rest);
+        rc = q_update_new(&set, &u, err);
+        if (!rc) {
+            bson_steal(&base, seed);
+            rc = q_update_apply(u, &base, true, seed, &changed, NULL, err);
+            bson_destroy(&base);
+        }
+    }
+    q_update_destroy(u);
+    bson_destroy(&eq);
+    bson_destroy(&rest);
+    bson_destroy(&set);
+    return rc;
+}
+
+/* Insert the document an upsert of (q, u) creates; *inserted gets a copy. */
+static int upsert(md_db *db, const char *name, const bson_t *q, const q_update *u,
+                  bool durable, bson_t *inserted, md_error *err)
+{
+    bson_t seed, applied;
+    bool changed;
+    q_coll *c = NULL;
+    bson_init(inserted);
+    int rc = upsert_seed(q, q_update_is_replacement(u), &seed, err);
+    if (rc) {
+        bson_destroy(&seed);
+        return rc;
+    }
+    rc = q_update_apply(u, &seed, true, &applied, &changed, NULL, err);
+    bson_destroy(&seed);
+    if (!rc) {
+        bson_destroy(inserted);
+        rc = q_doc_prepare_insert(&applied, inserted, err);
+        if (rc)
+            bson_init(inserted);
+    }
+    bson_destroy(&applied);
+    if (!rc)
+        rc = q_coll_get_or_create(db, name, NULL, &c, err);
+    if (!rc) {
+        q_coll_lock(db, c, true);
+        rc = q_write_insert(db, c, inserted, durable, NULL, err);
+        q_coll_unlock(db, c);
+    }
+    return rc;
+}
+
+/* ---- update -------------------------------------------------------------------------- */
+
+typedef struct upd_stmt {
+    bson_t q, u;
+    bool upsert, multi;
+} upd_stmt;
+
+/* One {q, u, upsert, multi} statement; upsert and multi are 3.6's "safeBool"
+ * (a bool or a number). */
+static int parse_upd_stmt(const bson_iter_t *el, upd_stmt *s, md_error *err)
+{
+    bson_t doc;
+    bson_iter_t it;
+    bool have_q = false, have_u = false;
+    memset(s, 0, sizeof *s);
+    iter_doc(el, &doc);
+    bson_iter_init(&it, &doc);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        bool isdoc = BSON_ITER_HOLDS_DOCUMENT(&it);
+        bool isbool = BSON_ITER_HOLDS_BOOL(&it) || BSON_ITER_HOLDS_NUMBER(&it);
+        bool flag = strcmp(k, "upsert") == 0 || strcmp(k, "multi") == 0;
+        if (strcmp(k, "q") == 0 && (have_q = isdoc)) {
+            iter_doc(&it, &s->q);
+        } else if (strcmp(k, "u") == 0 && (have_u = isdoc)) {
+            iter_doc(&it, &s->u);
+        } else if (flag && isbool) {
+            *(k[0] == 'u' ? &s->upsert : &s->multi) = bson_iter_as_bool(&it);
+        } else if (flag || !strcmp(k, "q") || !strcmp(k, "u")) {
+            return q_err_field_type(err, "update.updates", k, bson_iter_type(&it),
+                                    flag ? "bool" : "object");
+        } else if (!strcmp(k, "collation") || !strcmp(k, "arrayFilters")) {
+            return q_err(err, MD_ENOTSUP, MD_CODE_COMMAND_NOT_SUPPORTED,
+                         "update option '%s' is not supported yet", k);
+        } else {
+            return q_err_field_unknown(err, "update.updates", k);
+        }
+    }
+    if (!have_q || !have_u)
+        return q_err_field_missing(err, "update.updates", have_q ? "u" : "q");
+    return 0;
+}
+
+typedef struct upd_out {
+    int64_t n, modified;
+    bool upserted;
+    bson_t id; /* the upserted _id, as {_id: value} */
+} upd_out;
+
+static int update_existing(md_db *db, q_coll *c, const upd_stmt *s, const q_matcher *m,
+                           const q_update *u, bool durable, upd_out *o, md_error *err)
+{
+    eng_rid *rids = NULL;
+    size_t n = 0;
+    rid_set moved = {NULL, 0, 0};
+    q_coll_lock(db, c, true);
+    int rc = q_scan_collect(db, c, &s->q, m, s->multi ? 0 : 1, &rids, &n, err);
+    for (size_t i = 0; !rc && i < n; i++) {
+        q_update_res res;
+        if (rid_set_has(&moved, rids[i]))
+            continue;
+        rc = q_write_update(db, c, rids[i], m, u, durable, &res, NULL, err);
+        o->n += !rc && res.matched;
+        o->modified += !rc && res.modified;
+        if (res.moved && s->multi)
+            rid_set_add(&moved, res.rid);
+    }
+    q_coll_unlock(db, c);
+    free(rids);
+    free(moved.v);
+    return rc;
+}
+
+static int update_stmt(md_db *db, const cmd_common *cc, const upd_stmt *s, upd_out *o,
+                       md_error *err)
+{
+    q_matcher *m = NULL;
+    q_update *u = NULL;
+    q_coll *c = q_coll_find(db, cc->name);
+    int rc = q_matcher_new(&s->q, &m, err);
+    if (!rc)
+        rc = q_update_new(&s->u, &u, err);
+    if (!rc && s->multi && q_update_is_replacement(u))
+        rc = q_err(err, MD_EINVAL, MD_CODE_FAILED_TO_PARSE,
+                   "multi update only works with $ operators");
+    if (!rc && c)
+        rc = update_existing(db, c, s, m, u, cc->durable, o, err);
+    if (!rc && o->n == 0 && s->upsert) {
+        bson_t doc;
+        bson_iter_t id;
+        rc = upsert(db, cc->name, &s->q, u, cc->durable, &doc, err);
+        if (!rc && bson_iter_init_find(&id, &doc, "_id")) {
+            o->upserted = true;
+            o->n = 1;
+            bson_append_iter(&o->id, "_id", 3, &id);
+        }
+        bson_destroy(&doc);
+    }
+    q_matcher_destroy(m);
+    q_update_destroy(u);
+    return rc;
+}
+
+static void append_upserted(bson_t *arr, int *nup, int index, const bson_t *id)
+{
+    bson_t e;
+    bson_iter_t it;
+    char key[16];
+    snprintf(key, sizeof key, "%d", (*nup)++);
+    bson_append_document_begin(arr, key, -1, &e);
+    BSON_APPEND_INT32(&e, "index", index);
+    if (bson_iter_init_find(&it, id, "_id"))
+        bson_append_iter(&e, "_id", 3, &it);
+    bson_append_document_end(arr, &e);
+}
+
+/* Check every statement's shape before running any (command-level errors). */
+static int check_upd_stmts(const cmd_common *cc, md_error *err)
+{
+    int rc = 0;
+    upd_stmt s;
+    for (bson_iter_t it = cc->stmts; !rc && bson_iter_next(&it);)
+        rc = parse_upd_stmt(&it, &s, err);
+    return rc;
+}
+
+int q_cmd_update(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err)
+{
+    cmd_common cc;
+    write_errors we = {.n = 0};
+    bson_t upserted = BSON_INITIALIZER;
+    int64_t n = 0, nmod = 0;
+    int nstmt, i = 0, nup = 0;
+    int rc = parse_common(db, cmd, "update", "updates", &cc, err);
+    if (!rc)
+        rc = count_stmts(&cc, "update", "updates", &nstmt, err);
+    if (!rc)
+        rc = check_upd_stmts(&cc, err);
+    if (!rc)
+        rc = q_write_allowed(db, err);
+    if (rc) {
+        bson_destroy(&upserted);
+        return rc;
+    }
+    bson_init(&we.arr);
+    for (bson_iter_t it = cc.stmts; bson_iter_next(&it); i++) {
+        upd_stmt s;
+        upd_out o = {0, 0, false, BSON_INITIALIZER};
+        parse_upd_stmt(&it, &s, err);
+        rc = update_stmt(db, &cc, &s, &o, err);
+        n += o.n;
+        nmod += o.modified;
+        if (o.upserted)
+            append_upserted(&upserted, &nup, i, &o.id);
+        bson_destroy(&o.id);
+        if (rc) {
+            we_add(&we, i, err);
+            if (cc.ordered || db->failed)
+                break;
+        }
+    }
+    q_append_number(reply, "n", n);
+    q_append_number(reply, "nModified", nmod);
+    if (nup)
+        BSON_APPEND_ARRAY(reply, "upserted", &upserted);
+    bson_destroy(&upserted);
+    we_finish(&we, reply);
+    return 0;
+}
+
+/* ---- delete -------------------------------------------------------------------------- */
+
+static int parse_del_stmt(const bson_iter_t *el, bson_t *q, int64_t *limit, md_error *err)
+{
+    bson_t doc;
+    bson_iter_t it;
+    bool have_q = false, have_limit = false;
+    iter_doc(el, &doc);
+    bson_iter_init(&it, &doc);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "q") == 0) {
+            if (!(have_q = iter_doc(&it, q)) || BSON_ITER_HOLDS_ARRAY(&it))
+                return q_err_field_type(err, "delete.deletes", k, bson_iter_type(&it),
+                                        "object");
+        } else if (strcmp(k, "limit") == 0) {
+            have_limit = true;
+            if (!BSON_ITER_HOLDS_NUMBER(&it))
+                return q_err_field_type(err, "delete.deletes", k, bson_iter_type(&it),
+                                        "number");
+            double d = bson_iter_as_double(&it);
+            if (d != 0 && d != 1)
+                return q_err(err, MD_EINVAL, MD_CODE_FAILED_TO_PARSE,
+                             "The limit field in delete objects must be 0 or 1. Got %g", d);
+            *limit = (int64_t)d;
+        } else if (strcmp(k, "collation") == 0) {
+            return q_err(err, MD_ENOTSUP, MD_CODE_COMMAND_NOT_SUPPORTED,
+                         "delete option 'collation' is not supported yet");
+        } else {
+            return q_err_field_unknown(err, "delete.deletes", k);
+        }
+    }
+    if (!have_q || !have_limit)
+        return q_err_field_missing(err, "delete.deletes", have_q ? "limit" : "q");
+    return 0;
+}
+
+static int delete_stmt(md_db *db, const cmd_common *cc, const bson_t *q, int64_t limit,
+                       int64_t *n, md_error *err)
+{
+    q_matcher *m = NULL;
+    eng_rid *rids = NULL;
+    size_t nr = 0;
+    q_coll *c = q_coll_find(db, cc->name);
+    int rc = q_matcher_new(q, &m, err);
+    if (rc || !c)
+        goto out;
+    q_coll_lock(db, c, true);
+    rc = q_scan_collect(db, c, q, m, limit, &rids, &nr, err);
+    for (size_t i = 0; !rc && i < nr; i++) {
+        bool deleted;
+        rc = q_write_delete(db, c, rids[i], m, cc->durable, &deleted, NULL, err);
+        *n += deleted;
+    }
+    q_coll_unlock(db, c);
+out:
+    free(rids);
+    q_matcher_destroy(m);
+    return rc;
+}
+
+int q_cmd_delete(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err)
+{
+    cmd_common cc;
+    write_errors we = {.n = 0};
+    int64_t n = 0, limit;
+    int nstmt, i = 0;
+    bson_t q;
+    int rc = parse_common(db, cmd, "delete", "deletes", &cc, err);
+    if (!rc)
+        rc = count_stmts(&cc, "delete", "deletes", &nstmt, err);
+    for (bson_iter_t it = cc.stmts; !rc && bson_iter_next(&it);)
+        rc = parse_del_stmt(&it, &q, &limit, err);
+    if (!rc)
+        rc = q_write_allowed(db, err);
+    if (rc)
+        return rc;
+    bson_init(&we.arr);
+    for (bson_iter_t it = cc.stmts; bson_iter_next(&it); i++) {
+        parse_del_stmt(&it, &q, &limit, err);
+        if (delete_stmt(db, &cc, &q, limit, &n, err) == 0)
+            continue;
+        we_add(&we, i, err);
+        if (cc.ordered || db->failed)
+            break;
+    }
+    q_append_number(reply, "n", n);
+    we_finish(&we, reply);
+    return 0;
+}
+
+/* ---- findAndModify ------------------------------------------------------------------- */
+
+typedef struct fam_args {
+    bson_t query, sort, update, fields;
+    bool remove, new_, upsert, durable, has_update;
+} fam_args;
+
+static int fam_field(fam_args *a, bson_iter_t *it, md_error *err)
+{
+    const char *k = bson_iter_key(it);
+    bson_t *docs[] = {&a->query, &a->sort, &a->update, &a->fields};
+    const char *dnames[] = {"query", "sort", "update", "fields"};
+    bool *flags[] = {&a->remove, &a->new_, &a->upsert};
+    const char *fnames[] = {"remove", "new", "upsert"};
+    for (int i = 0; i < 4; i++)
+        if (strcmp(k, dnames[i]) == 0) {
+            if (!BSON_ITER_HOLDS_DOCUMENT(it) || !iter_doc(it, docs[i]))
+                return q_err_field_type(err, "findAndModify", k, bson_iter_type(it), "object");
+            a->has_update |= i == 2;
+            return 0;
+        }
+    for (int i = 0; i < 3; i++)
+        if (strcmp(k, fnames[i]) == 0) {
+            *flags[i] = bson_iter_as_bool(it);
+            return 0;
+        }
+    if (!strcmp(k, "collation") || !strcmp(k, "arrayFilters"))
+        return q_err(err, MD_ENOTSUP, MD_CODE_COMMAND_NOT_SUPPORTED,
+                     "findAndModify option '%s' is not supported yet", k);
+    if (strcmp(k, "bypassDocumentValidation") && !q_is_generic_arg(k))
+        return q_err_field_unknown(err, "findAndModify", k);
+    return 0;
+}
+
+static int fam_parse(const bson_t *cmd, fam_args *a, md_error *err)
+{
+    bson_iter_t it;
+    int rc = 0;
+    bson_iter_init(&it, cmd);
+    bson_iter_next(&it);
+    while (!rc && bson_iter_next(&it))
+        rc = fam_field(a, &it, err);
+    if (!rc && a->remove && a->has_update)
+        rc = q_err(err, MD_EINVAL, MD_CODE_FAILED_TO_PARSE,
+                   "Cannot specify both an update and remove=true");
+    if (!rc && !a->remove && !a->has_update)
+        rc = q_err(err, MD_EINVAL, MD_CODE_FAILED_TO_PARSE,
+                   "Either an update or remove=true must be specified");
+    if (!rc && a->remove && a->upsert)
+        rc = q_err(err, MD_EINVAL, MD_CODE_FAILED_TO_PARSE,
+                   "Cannot specify both upsert=true and remove=true");
+    if (!rc && a->remove && a->new_)
+        rc = q_err(err, MD_EINVAL, MD_CODE_FAILED_TO_PARSE,
+                   "Cannot specify both new=true and remove=true; 'remove' always returns "
+                   "the deleted document");
+    if (!rc)
+        rc = q_write_concern(cmd, &a->durable, err);
+    return rc;
+}
+
+/* The RecordId of the first match in sort order; ENG_RID_NONE if none. */
+static int fam_target(md_db *db, q_coll *c, const fam_args *a, const q_matcher *m,
+                      eng_rid *target, md_error *err)
+{
+    eng_rid *rids = NULL;
+    size_t n = 0;
+    bool sorted = !bson_empty(&a->sort);
+    *target = ENG_RID_NONE;
+    int rc = q_sort_check(&a->sort, err);
+    if (!rc)
+        rc = q_scan_collect(db, c, &a->query, m, sorted ? 0 : 1, &rids, &n, err);
+    if (!rc && n > 0 && !sorted)
+        *target = rids[0];
+    if (!rc && n > 0 && sorted) {
+        bson_t **docs = calloc(n, sizeof *docs), **orig = calloc(n, sizeof *orig);
+        assert(docs && orig);
+        for (size_t i = 0; i < n; i++) {
+            const uint8_t *data;
+            uint32_t len;
+            bson_t v;
+            bool ok = eng_rs_get(c->rs, rids[i], &data, &len) == 0 &&
+                      bson_init_static(&v, data, len);
+            orig[i] = docs[i] = ok ? bson_copy(&v) : bson_new();
+        }
+        q_sort_docs(docs, n, &a->sort);
+        for (size_t i = 0; i < n; i++) {
+            if (orig[i] == docs[0])
+                *target = rids[i];
+            bson_destroy(orig[i]);
+        }
+        free(orig);
+        free(docs);
+    }
+    free(rids);
+    return rc;
+}
+
+static void fam_reply(bson_t *reply, int64_t n, int upd_existing, const bson_t *upserted,
+                      const bson_t *value, const q_proj *proj)
+{
+    bson_t leo, projected;
+    bson_iter_t it;
+    BSON_APPEND_DOCUMENT_BEGIN(reply, "lastErrorObject", &leo);
+    q_append_number(&leo, "n", n);
+    if (upd_existing >= 0)
+        BSON_APPEND_BOOL(&leo, "updatedExisting", upd_existing);
+    if (upserted && bson_iter_init_find(&it, upserted, "_id"))
+        bson_append_iter(&leo, "upserted", -1, &it);
+    bson_append_document_end(reply, &leo);
+    if (!value) {
+        BSON_APPEND_NULL(reply, "value");
+        return;
+    }
+    q_proj_apply(proj, value, &projected);
+    BSON_APPEND_DOCUMENT(reply, "value", &projected);
+    bson_destroy(&projected);
+}
+
+/* Remove or update the target (found under the collection's write lock). */
+static int fam_existing(md_db *db, q_coll *c, const fam_args *a, const q_matcher *m,
+                        const q_update *u, const q_proj *proj, bool *found, bson_t *reply,
+                        md_error *err)
+{
+    eng_rid rid = ENG_RID_NONE;
+    bson_t before = BSON_INITIALIZER, after = BSON_INITIALIZER;
+    const uint8_t *data;
+    uint32_t len;
+    bson_t v;
+    int rc = fam_target(db, c, a, m, &rid, err);
+    *found = !rc && rid != ENG_RID_NONE;
+    if (*found && a->remove) {
+        bool deleted;
+        rc = q_write_delete(db, c, rid, m, a->durable, &deleted, &before, err);
+        if (!rc)
+            fam_reply(reply, deleted, -1, NULL, deleted ? &before : NULL, proj);
+    } else if (*found) {
+        q_update_res res;
+        if (eng_rs_get(c->rs, rid, &data, &len) == 0 && bson_init_static(&v, data, len))
+            bson_concat(&before, &v);
+        rc = q_write_update(db, c, rid, m, u, a->durable, &res, &after, err);
+        if (!rc)
+            fam_reply(reply, res.matched, res.matched, NULL, a->new_ ? &after : &before,
+                      proj);
+    }
+    bson_destroy(&before);
+    bson_destroy(&after);
+    return rc;
+}
+
+static int fam_run(md_db *db, const char *name, const fam_args *a, const q_matcher *m,
+                   const q_update *u, const q_proj *proj, bson_t *reply, md_error *err)
+{
+    q_coll *c = q_coll_find(db, name);
+    bool found = false;
+    int rc = 0;
+    if (c) {
+        q_coll_lock(db, c, true);
+        rc = fam_existing(db, c, a, m, u, proj, &found, reply, err);
+        q_coll_unlock(db, c);
+    }
+    if (!rc && !found && a->upsert) {
+        bson_t doc;
+        rc = upsert(db, name, &a->query, u, a->durable, &doc, err);
+        if (!rc)
+            fam_reply(reply, 1, 0, &doc, a->new_ ? &doc : NULL, proj);
+        bson_destroy(&doc);
+    } else if (!rc && !found) {
+        fam_reply(reply, 0, a->remove ? -1 : 0, NULL, NULL, proj);
+    }
+    return rc;
+}
+
+int q_cmd_find_and_modify(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err)
+{
+    const char *name;
+    char ns[ENG_IDENT_MAX];
+    fam_args a;
+    q_matcher *m = NULL;
+    q_update *u = NULL;
+    q_proj proj;
+    memset(&a, 0, sizeof a);
+    bson_init(&a.query);
+    bson_init(&a.sort);
+    bson_init(&a.update);
+    bson_init(&a.fields);
+    int rc = q_cmd_coll_name(db, cmd, false, &name, ns, err);
+    if (!rc)
+        rc = fam_parse(cmd, &a, err);
+    if (!rc)
+        rc = q_write_allowed(db, err);
+    if (rc)
+        return rc;
+    rc = q_proj_init(&proj, &a.fields, err);
+    if (!rc)
+        rc = q_matcher_new(&a.query, &m, err);
+    if (!rc && a.has_update)
+        rc = q_update_new(&a.update, &u, err);
+    if (!rc)
+        rc = fam_run(db, name, &a, m, u, &proj, reply, err);
+    q_update_destroy(u);
+    q_matcher_destroy(m);
+    q_proj_cleanup(&proj);
+    return rc;
+}

@@ -1,0 +1,306 @@
+/*
+ * q_cmd_find.c -- the read commands: find, getMore, killCursors and count,
+ * parsed as MongoDB 3.6's QueryRequest / GetMoreRequest / CountRequest do.
+ *
+ *   {find: "c", filter, projection, sort, skip, limit, batchSize, singleBatch}
+ *       -> {cursor: {firstBatch: [...], id: NumberLong, ns: "test.c"}, ok: 1}
+ *   {getMore: NumberLong(id), collection: "c", batchSize}
+ *       -> {cursor: {nextBatch: [...], id, ns}, ok: 1}
+ *   {killCursors: "c", cursors: [ids]}
+ *       -> {cursorsKilled, cursorsNotFound, cursorsAlive, cursorsUnknown, ok}
+ *   {count: "c", query, skip, limit} -> {n, ok}
+ *
+ * Execution lives in q_cursor.c; this file only reads arguments.  A find on
+ * a missing collection answers an empty, exhausted cursor, as mongod does.
+ */
+#include <string.h>
+
+#include "q_int.h"
+
+static int field_type_error(const bson_iter_t *it, const char *want, md_error *err)
+{
+    return q_err(err, MD_EINVAL, MD_CODE_FAILED_TO_PARSE,
+                 "Failed to parse: '%s' field must be of BSON type %s (got %s).",
+                 bson_iter_key(it), want, q_type_name(bson_iter_type(it)));
+}
+
+static int get_doc(const bson_iter_t *it, bson_t *out, md_error *err)
+{
+    const uint8_t *data;
+    uint32_t len;
+    if (!BSON_ITER_HOLDS_DOCUMENT(it))
+        return field_type_error(it, "object", err);
+    bson_iter_document(it, &len, &data);
+    if (!bson_init_static(out, data, len))
+        return q_err(err, MD_EINVAL, MD_CODE_INVALID_BSON, "invalid BSON in '%s'",
+                     bson_iter_key(it));
+    return 0;
+}
+
+/* skip / limit / batchSize: integral and non-negative ("Skip value must be
+ * non-negative", 3.6's wording). */
+static int get_count(const bson_iter_t *it, const char *label, int64_t *out, md_error *err)
+{
+    double d;
+    if (!BSON_ITER_HOLDS_NUMBER(it))
+        return q_err(err, MD_EINVAL, MD_CODE_FAILED_TO_PARSE,
+                     "Failed to parse: '%s' field must be numeric.", bson_iter_key(it));
+    d = bson_iter_as_double(it);
+    if (!q_iter_int64(it, out))
+        *out = (int64_t)d;
+    if (*out < 0 || d < 0)
+        return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE, "%s value must be non-negative",
+                     label);
+    return 0;
+}
+
+typedef struct find_parse {
+    bson_t filter, projection, sort;
+    bool has_filter, has_projection, has_sort;
+} find_parse;
+
+static bool find_ignored(const char *k)
+{
+    static const char *const names[] = {"comment", "hint", "noCursorTimeout",
+                                        "allowPartialResults", "maxScan", "snapshot",
+                                        NULL};
+    for (size_t i = 0; names[i]; i++)
+        if (strcmp(k, names[i]) == 0)
+            return true;
+    return q_is_generic_arg(k);
+}
+
+static bool find_unsupported(const char *k)
+{
+    static const char *const names[] = {"returnKey", "showRecordId", "min", "max",
+                                        "collation", "tailable", "awaitData", "oplogReplay",
+                                        NULL};
+    for (size_t i = 0; names[i]; i++)
+        if (strcmp(k, names[i]) == 0)
+            return true;
+    return false;
+}
+
+static int find_field(bson_iter_t *it, find_parse *p, q_find_args *a, md_error *err)
+{
+    const char *k = bson_iter_key(it);
+    if (strcmp(k, "filter") == 0)
+        return (p->has_filter = true, get_doc(it, &p->filter, err));
+    if (strcmp(k, "projection") == 0)
+        return (p->has_projection = true, get_doc(it, &p->projection, err));
+    if (strcmp(k, "sort") == 0)
+        return (p->has_sort = true, get_doc(it, &p->sort, err));
+    if (strcmp(k, "skip") == 0)
+        return get_count(it, "Skip", &a->skip, err);
+    if (strcmp(k, "limit") == 0)
+        return get_count(it, "Limit", &a->limit, err);
+    if (strcmp(k, "batchSize") == 0)
+        return get_count(it, "BatchSize", &a->batch_size, err);
+    if (strcmp(k, "singleBatch") == 0) {
+        if (!BSON_ITER_HOLDS_BOOL(it))
+            return field_type_error(it, "bool", err);
+        a->single_batch = bson_iter_bool(it);
+        return 0;
+    }
+    if (find_unsupported(k))
+        return q_err(err, MD_ENOTSUP, MD_CODE_COMMAND_NOT_SUPPORTED,
+                     "find option '%s' is not supported yet", k);
+    if (find_ignored(k))
+        return 0;
+    return q_err(err, MD_EINVAL, MD_CODE_FAILED_TO_PARSE,
+                 "Failed to parse: find. Unrecognized field '%s'.", k);
+}
+
+int q_cmd_find(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err)
+{
+    const char *name;
+    char ns[ENG_IDENT_MAX];
+    find_parse p;
+    q_find_args a = {.batch_size = -1};
+    bson_iter_t it;
+    memset(&p, 0, sizeof p);
+    int rc = q_cmd_coll_name(db, cmd, false, &name, ns, err);
+    bson_iter_init(&it, cmd);
+    bson_iter_next(&it);
+    while (!rc && bson_iter_next(&it))
+        rc = find_field(&it, &p, &a, err);
+    if (rc)
+        return rc;
+    a.filter = p.has_filter ? &p.filter : NULL;
+    a.projection = p.has_projection ? &p.projection : NULL;
+    a.sort = p.has_sort ? &p.sort : NULL;
+    return q_cursor_find(db, q_coll_find(db, name), ns, &a, reply, err);
+}
+
+/* ---- getMore ------------------------------------------------------------------------- */
+
+int q_cmd_get_more(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err)
+{
+    bson_iter_t it;
+    int64_t id = 0, batch = 0;
+    const char *coll = NULL;
+    char ns[ENG_IDENT_MAX];
+    bson_iter_init(&it, cmd);
+    bson_iter_next(&it);
+    if (!(BSON_ITER_HOLDS_INT64(&it) || BSON_ITER_HOLDS_INT32(&it)))
+        return q_err(err, MD_EINVAL, MD_CODE_TYPE_MISMATCH,
+                     "Field 'getMore' must be of type long");
+    id = bson_iter_as_int64(&it);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "collection") == 0) {
+            if (!BSON_ITER_HOLDS_UTF8(&it))
+                return q_err(err, MD_EINVAL, MD_CODE_TYPE_MISMATCH,
+                             "Field 'collection' must be of type string");
+            coll = bson_iter_utf8(&it, NULL);
+        } else if (strcmp(k, "batchSize") == 0) {
+            if (!BSON_ITER_HOLDS_NUMBER(&it) || !q_iter_int64(&it, &batch) || batch <= 0)
+                return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE,
+                             "Batch size for getMore must be positive");
+        } else if (strcmp(k, "term") && strcmp(k, "lastKnownCommittedOpTime") &&
+                   !q_is_generic_arg(k)) {
+            return q_err(err, MD_EINVAL, MD_CODE_FAILED_TO_PARSE,
+                         "Failed to parse: getMore. Unrecognized field '%s'.", k);
+        }
+    }
+    if (!coll)
+        return q_err(err, MD_EINVAL, MD_CODE_FAILED_TO_PARSE,
+                     "Field 'collection' must be specified");
+    int rc = q_ns_make(db, coll, ns, err);
+    return rc ? rc : q_cursor_get_more(db, id, ns, batch, reply, err);
+}
+
+/* ---- killCursors ------------------------------------------------------------------- */
+
+int q_cmd_kill_cursors(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err)
+{
+    const char *name;
+    char ns[ENG_IDENT_MAX], key[16];
+    bson_iter_t it, ids;
+    bson_t killed, notfound, empty;
+    int nk = 0, nn = 0;
+    int rc = q_cmd_coll_name(db, cmd, false, &name, ns, err);
+    if (rc)
+        return rc;
+    if (!bson_iter_init_find(&it, cmd, "cursors") || !BSON_ITER_HOLDS_ARRAY(&it))
+        return q_err(err, MD_EINVAL, MD_CODE_FAILED_TO_PARSE,
+                     "Field 'cursors' must be of type array");
+    bson_iter_recurse(&it, &ids);
+    for (bson_iter_t c = ids; bson_iter_next(&c);)
+        if (!BSON_ITER_HOLDS_INT64(&c) && !BSON_ITER_HOLDS_INT32(&c))
+            return q_err(err, MD_EINVAL, MD_CODE_FAILED_TO_PARSE,
+                         "Field 'cursors' contains an element that is not of type long");
+    bson_init(&killed);
+    bson_init(&notfound);
+    bson_init(&empty);
+    while (bson_iter_next(&ids)) {
+        int64_t id = bson_iter_as_int64(&ids);
+        bool ok = q_cursor_kill(db, id) == 0;
+        snprintf(key, sizeof key, "%d", ok ? nk++ : nn++);
+        BSON_APPEND_INT64(ok ? &killed : &notfound, key, id);
+    }
+    BSON_APPEND_ARRAY(reply, "cursorsKilled", &killed);
+    BSON_APPEND_ARRAY(reply, "cursorsNotFound", &notfound);
+    BSON_APPEND_ARRAY(reply, "cursorsAlive", &empty);
+    BSON_APPEND_ARRAY(reply, "cursorsUnknown", &empty);
+    bson_destroy(&killed);
+    bson_destroy(&notfound);
+    bson_destroy(&empty);
+    return 0;
+}
+
+/* ---- count ----------------------------------------------------------------------- */
+
+typedef struct count_args {
+    bson_t query;
+    int64_t skip, limit;
+} count_args;
+
+static int count_parse(const bson_t *cmd, count_args *a, md_error *err)
+{
+    bson_iter_t it;
+    bson_init(&a->query);
+    bson_iter_init(&it, cmd);
+    bson_iter_next(&it);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        int rc = 0;
+        if (strcmp(k, "query") == 0) {
+            if (!BSON_ITER_HOLDS_NULL(&it))
+                rc = get_doc(&it, &a->query, err);
+        } else if (strcmp(k, "skip") == 0 || strcmp(k, "limit") == 0) {
+            if (!BSON_ITER_HOLDS_NUMBER(&it))
+                return q_err(err, MD_EINVAL, MD_CODE_FAILED_TO_PARSE,
+                             "%s value is not a valid number", k);
+            int64_t v = (int64_t)bson_iter_as_double(&it);
+            if (k[0] == 's' && v < 0)
+                return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE,
+                             "skip value is negative in count query");
+            *(k[0] == 's' ? &a->skip : &a->limit) = v < 0 ? -v : v;
+        } else if (strcmp(k, "collation") == 0) {
+            rc = q_err(err, MD_ENOTSUP, MD_CODE_COMMAND_NOT_SUPPORTED,
+                       "count option 'collation' is not supported yet");
+        } else if (strcmp(k, "hint") && strcmp(k, "fields") && strcmp(k, "comment") &&
+                   !q_is_generic_arg(k)) {
+            rc = q_err(err, MD_EINVAL, MD_CODE_FAILED_TO_PARSE,
+                       "Failed to parse: count. Unrecognized field '%s'.", k);
+        }
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static int count_matches(md_db *db, q_coll *c, const count_args *a, int64_t *n,
+                         md_error *err)
+{
+    q_matcher *m = NULL;
+    q_scan s;
+    eng_rid rid;
+    bson_t doc;
+    int64_t seen = 0;
+    *n = 0;
+    if (bson_empty(&a->query) && a->skip == 0 && a->limit == 0) {
+        eng_rs_stats st;
+        q_coll_stats(c, &st);
+        *n = st.count;
+        return 0;
+    }
+    int rc = q_matcher_new(&a->query, &m, err);
+    if (!rc)
+        rc = q_scan_open(&s, db, c, &a->query, m, err);
+    if (rc) {
+        q_matcher_destroy(m);
+        return rc;
+    }
+    while ((a->limit == 0 || *n < a->limit) && q_scan_next(&s, &rid, &doc) == 0)
+        if (seen++ >= a->skip)
+            (*n)++;
+    q_scan_close(&s);
+    q_matcher_destroy(m);
+    return 0;
+}
+
+int q_cmd_count(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err)
+{
+    const char *name;
+    char ns[ENG_IDENT_MAX];
+    count_args a = {.skip = 0, .limit = 0};
+    int64_t n = 0;
+    int rc = q_cmd_coll_name(db, cmd, false, &name, ns, err);
+    if (!rc)
+        rc = count_parse(cmd, &a, err);
+    q_coll *c = rc ? NULL : q_coll_find(db, name);
+    if (c) {
+        q_coll_lock(db, c, false);
+        rc = count_matches(db, c, &a, &n, err);
+        q_coll_unlock(db, c);
+    } else if (!rc) {
+        q_matcher *m = NULL; /* still report a malformed query */
+        rc = q_matcher_new(&a.query, &m, err);
+        q_matcher_destroy(m);
+    }
+    if (!rc)
+        q_append_number(reply, "n", n);
+    return rc;
+}

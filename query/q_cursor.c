@@ -1,0 +1,701 @@
+/*
+ * q_cursor.c -- reading: plans, scans, projection, sort and the server-side
+ * cursors behind find / getMore / killCursors.
+ *
+ * Plans (q_scan_open): IDHACK (an `_id` equality on a plain value: one seek
+ * in _id_, also used by update and delete), then a top-level equality on a
+ * field with a single-field index, else a collection scan.  An index plan
+ * only narrows the candidates; the matcher always decides.
+ *
+ * A cursor that outlives its first batch keeps its scan saved between
+ * batches (eng.h) under a random 63-bit id.  Each batch looks one document
+ * ahead, so an exhausted cursor answers id 0 at once; the look-ahead is
+ * kept as a RecordId, fetched and re-matched by the next getMore.
+ */
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "q_int.h"
+
+/* ---- plans and scans ------------------------------------------------------------ */
+
+/* A value an index equality seek can answer exactly (arrays, regexes, null
+ * and operator documents match more than their own key). */
+static bool plain_value(const bson_iter_t *v)
+{
+    bson_iter_t sub;
+    switch (bson_iter_type(v)) {
+    case BSON_TYPE_ARRAY:
+    case BSON_TYPE_REGEX:
+    case BSON_TYPE_NULL:
+    case BSON_TYPE_UNDEFINED:
+    case BSON_TYPE_MINKEY:
+    case BSON_TYPE_MAXKEY:
+        return false;
+    case BSON_TYPE_DOCUMENT:
+        bson_iter_recurse(v, &sub);
+        return !bson_iter_next(&sub) || bson_iter_key(&sub)[0] != '$';
+    default:
+        return true;
+    }
+}
+
+static bool single_field_on(const q_index *ix, const char *field)
+{
+    bson_iter_t it;
+    if (!bson_iter_init(&it, &ix->key) || !bson_iter_next(&it))
+        return false;
+    bool match = strcmp(bson_iter_key(&it), field) == 0 && BSON_ITER_HOLDS_NUMBER(&it);
+    return match && !bson_iter_next(&it);
+}
+
+static q_index *plan_index(q_coll *c, const bson_t *filter, bson_iter_t *val)
+{
+    bson_iter_t it;
+    q_index *id = q_index_find(c, "_id_");
+    if (!filter)
+        return NULL;
+    if (id && bson_iter_init_find(&it, filter, "_id") && plain_value(&it)) {
+        *val = it;
+        return id;
+    }
+    bson_iter_init(&it, filter);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (k[0] == '$' || strchr(k, '.') || !plain_value(&it))
+            continue;
+        for (size_t i = 0; i < c->nidx; i++)
+            if (!c->idx[i]->sparse && single_field_on(c->idx[i], k)) {
+                *val = it;
+                return c->idx[i];
+            }
+    }
+    return NULL;
+}
+
+/* The index key of {field: value}, as a document would get it. */
+static bool plan_key(q_index *ix, const bson_iter_t *val, q_buf *key)
+{
+    bson_t probe = BSON_INITIALIZER;
+    q_keyset ks;
+    q_keyset_init(&ks);
+    bson_append_iter(&probe, bson_iter_key(val), -1, val);
+    bool ok = q_index_keys(&ix->key, &probe, false, &ks, NULL) == 0 && ks.n == 1;
+    if (ok)
+        q_buf_append(key, ks.keys[0].data, ks.keys[0].len);
+    q_keyset_cleanup(&ks);
+    bson_destroy(&probe);
+    return ok;
+}
+
+int q_scan_open(q_scan *s, md_db *db, q_coll *c, const bson_t *filter, const q_matcher *m,
+                md_error *err)
+{
+    bson_iter_t val;
+    memset(s, 0, sizeof *s);
+    s->db = db;
+    s->c = c;
+    s->m = m;
+    s->kind = Q_SCAN_COLL;
+    q_buf_init(&s->key);
+    q_index *ix = plan_index(c, filter, &val);
+    if (ix && plan_key(ix, &val, &s->key)) {
+        int rc = eng_ss_cursor_open(ix->ss, &s->sc);
+        if (rc)
+            return q_err_engine(err, rc, "opening an index cursor");
+        s->kind = Q_SCAN_INDEX;
+        s->ix = ix;
+        return 0;
+    }
+    int rc = eng_rs_cursor_open(c->rs, true, &s->rc);
+    return rc ? q_err_engine(err, rc, "opening a collection cursor") : 0;
+}
+
+const char *q_scan_plan_name(const q_scan *s)
+{
+    if (s->kind == Q_SCAN_COLL)
+        return "COLLSCAN";
+    return strcmp(s->ix->name, "_id_") == 0 ? "IDHACK" : "IXSCAN";
+}
+
+static bool on_key(q_scan *s, eng_rid *rid)
+{
+    const uint8_t *k;
+    uint32_t kl;
+    return eng_ss_cursor_get(s->sc, &k, &kl, rid) == 0 && kl == s->key.len &&
+           memcmp(k, s->key.data, kl) == 0;
+}
+
+/* Position on the next entry with the scan's key; false at the end.  After
+ * a restore the cursor rests on the entry returned last (step over it) or,
+ * if that one was removed meanwhile, already on its successor. */
+static bool index_step(q_scan *s, eng_rid *rid)
+{
+    int rc = 0;
+    if (!s->started) {
+        s->started = true;
+        rc = eng_ss_cursor_seek(s->sc, s->key.data, (uint32_t)s->key.len, ENG_RID_NONE);
+    } else if (s->restored) {
+        s->restored = false;
+        if (on_key(s, rid) && *rid == s->last)
+            rc = eng_ss_cursor_next(s->sc);
+    } else {
+        rc = eng_ss_cursor_next(s->sc);
+    }
+    if (rc || !on_key(s, rid))
+        return false;
+    s->last = *rid;
+    return true;
+}
+
+static int scan_next_index(q_scan *s, eng_rid *rid, bson_t *doc)
+{
+    const uint8_t *data;
+    uint32_t len;
+    while (!s->eof) {
+        if (!index_step(s, rid)) {
+            s->eof = true;
+            break;
+        }
+        s->db->m.scanned++;
+        if (eng_rs_get(s->c->rs, *rid, &data, &len) != 0 || !bson_init_static(doc, data, len))
+            continue; /* a stale entry: validate reports it */
+        s->db->m.scanned_objects++;
+        if (!s->m || q_matcher_matches(s->m, doc))
+            return 0;
+    }
+    return MD_NOTFOUND;
+}
+
+static int scan_next_coll(q_scan *s, eng_rid *rid, bson_t *doc)
+{
+    const uint8_t *data;
+    uint32_t len;
+    while (!s->eof) {
+        if (eng_rs_cursor_next(s->rc, rid, &data, &len) != 0) {
+            s->eof = true;
+            break;
+        }
+        s->db->m.scanned_objects++;
+        if (!bson_init_static(doc, data, len))
+            continue;
+        if (!s->m || q_matcher_matches(s->m, doc))
+            return 0;
+    }
+    return MD_NOTFOUND;
+}
+
+int q_scan_next(q_scan *s, eng_rid *rid, bson_t *doc)
+{
+    if (s->kind == Q_SCAN_INDEX)
+        return scan_next_index(s, rid, doc);
+    return scan_next_coll(s, rid, doc);
+}
+
+void q_scan_save(q_scan *s)
+{
+    if (s->kind == Q_SCAN_INDEX)
+        eng_ss_cursor_save(s->sc);
+    else
+        eng_rs_cursor_save(s->rc);
+}
+
+int q_scan_restore(q_scan *s)
+{
+    if (s->kind == Q_SCAN_COLL)
+        return eng_rs_cursor_restore(s->rc);
+    s->restored = true;
+    return eng_ss_cursor_restore(s->sc);
+}
+
+void q_scan_close(q_scan *s)
+{
+    eng_rs_cursor_close(s->rc);
+    eng_ss_cursor_close(s->sc);
+    s->rc = NULL;
+    s->sc = NULL;
+    q_buf_cleanup(&s->key);
+}
+
+int q_scan_collect(md_db *db, q_coll *c, const bson_t *filter, const q_matcher *m,
+                   int64_t limit, eng_rid **rids, size_t *n, md_error *err)
+{
+    q_scan s;
+    eng_rid rid;
+    bson_t doc;
+    size_t cap = 0;
+    *rids = NULL;
+    *n = 0;
+    int rc = q_scan_open(&s, db, c, filter, m, err);
+    while (!rc && (limit == 0 || (int64_t)*n < limit) && q_scan_next(&s, &rid, &doc) == 0) {
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 16;
+            eng_rid *v = realloc(*rids, cap * sizeof *v);
+            assert(v);
+            *rids = v;
+        }
+        (*rids)[(*n)++] = rid;
+    }
+    q_scan_close(&s);
+    return rc;
+}
+
+/* ---- projection ---------------------------------------------------------------- */
+
+int q_proj_init(q_proj *p, const bson_t *spec, md_error *err)
+{
+    bson_iter_t it;
+    int mode = -1; /* -1 unknown, 0 exclusion, 1 inclusion */
+    memset(p, 0, sizeof *p);
+    bson_init(&p->fields);
+    p->id = true;
+    if (!spec || bson_empty(spec))
+        return 0;
+    p->active = true;
+    bson_iter_init(&it, spec);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        bool on = bson_iter_as_bool(&it);
+        if (BSON_ITER_HOLDS_DOCUMENT(&it) || BSON_ITER_HOLDS_ARRAY(&it) || k[0] == '$' ||
+            strchr(k, '.'))
+            return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE,
+                         "projection of '%s': only top-level inclusion or exclusion is "
+                         "supported yet", k);
+        if (strcmp(k, "_id") == 0) {
+            p->id = on;
+            continue;
+        }
+        if (mode >= 0 && mode != (int)on)
+            return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE,
+                         "Projection cannot have a mix of inclusion and exclusion.");
+        mode = on;
+        BSON_APPEND_BOOL(&p->fields, k, true);
+    }
+    /* {_id: 1} alone includes only _id; {_id: 0} alone excludes only _id */
+    p->inclusion = mode == 1 || (mode == -1 && p->id);
+    return 0;
+}
+
+void q_proj_apply(const q_proj *p, const bson_t *doc, bson_t *out)
+{
+    bson_iter_t it;
+    bson_init(out);
+    if (!p->active) {
+        bson_concat(out, doc);
+        return;
+    }
+    bson_iter_init(&it, doc);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        bool keep = strcmp(k, "_id") == 0 ? p->id
+                                           : bson_has_field(&p->fields, k) == p->inclusion;
+        if (keep)
+            bson_append_iter(out, NULL, 0, &it);
+    }
+}
+
+void q_proj_cleanup(q_proj *p)
+{
+    bson_destroy(&p->fields);
+}
+
+/* ---- sort ---------------------------------------------------------------------- */
+
+int q_sort_check(const bson_t *spec, md_error *err)
+{
+    bson_iter_t it;
+    if (!spec)
+        return 0;
+    bson_iter_init(&it, spec);
+    while (bson_iter_next(&it)) {
+        double d = BSON_ITER_HOLDS_NUMBER(&it) ? bson_iter_as_double(&it) : 0;
+        if (BSON_ITER_HOLDS_DOCUMENT(&it))
+            return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE,
+                         "$meta sort is not supported yet");
+        if (d != 1 && d != -1)
+            return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE,
+                         "bad sort specification: '%s' must be 1 or -1", bson_iter_key(&it));
+    }
+    return 0;
+}
+
+/* A document's sort value on path: arrays give their smallest element for an
+ * ascending sort and their largest for a descending one.  False: null. */
+static bool sort_value(const bson_t *doc, const char *path, bool desc, bson_iter_t *out)
+{
+    bson_iter_t it, el;
+    bool have = false;
+    if (!bson_iter_init(&it, doc) || !bson_iter_find_descendant(&it, path, &it))
+        return false;
+    if (!BSON_ITER_HOLDS_ARRAY(&it)) {
+        *out = it;
+        return !BSON_ITER_HOLDS_NULL(&it) && !BSON_ITER_HOLDS_UNDEFINED(&it);
+    }
+    bson_iter_recurse(&it, &el);
+    while (bson_iter_next(&el)) {
+        int c = have ? q_value_cmp(&el, out) : 0;
+        if (!have || (desc ? c > 0 : c < 0))
+            *out = el;
+        have = true;
+    }
+    return have;
+}
+
+typedef struct sort_item {
+    bson_t *doc;
+    size_t pos;
+} sort_item;
+
+static int sort_cmp(const void *pa, const void *pb, void *ctx)
+{
+    const sort_item *a = pa, *b = pb;
+    const bson_t *spec = ctx;
+    bson_iter_t it, va, vb, nul;
+    bson_t nulldoc = BSON_INITIALIZER;
+    BSON_APPEND_NULL(&nulldoc, "n");
+    bson_iter_init_find(&nul, &nulldoc, "n");
+    bson_iter_init(&it, spec);
+    int c = 0;
+    while (c == 0 && bson_iter_next(&it)) {
+        bool desc = bson_iter_as_double(&it) < 0;
+        if (!sort_value(a->doc, bson_iter_key(&it), desc, &va))
+            va = nul;
+        if (!sort_value(b->doc, bson_iter_key(&it), desc, &vb))
+            vb = nul;
+        c = q_value_cmp(&va, &vb);
+        if (desc)
+            c = -c;
+    }
+    bson_destroy(&nulldoc);
+    if (c == 0)
+        c = a->pos < b->pos ? -1 : a->pos > b->pos;
+    return c;
+}
+
+void q_sort_docs(bson_t **docs, size_t n, const bson_t *spec)
+{
+    sort_item *v = malloc((n ? n : 1) * sizeof *v);
+    assert(v);
+    for (size_t i = 0; i < n; i++)
+        v[i] = (sort_item){docs[i], i};
+    qsort_r(v, n, sizeof *v, sort_cmp, (void *)spec);
+    for (size_t i = 0; i < n; i++)
+        docs[i] = v[i].doc;
+    free(v);
+}
+
+/* ---- cursors ------------------------------------------------------------------ */
+
+typedef struct q_cursor {
+    int64_t id;
+    md_db *db;
+    q_coll *c;
+    char ns[ENG_IDENT_MAX];
+    bson_t filter;
+    q_matcher *m;
+    q_proj proj;
+    q_scan scan;
+    bool has_scan;
+    bson_t **docs; /* materialized (sorted) results */
+    size_t ndocs, pos;
+    bson_t view;
+    int64_t limit, returned;
+    eng_rid stash;
+    struct q_cursor *next;
+} q_cursor;
+
+static void cursor_free(q_cursor *cur)
+{
+    if (!cur)
+        return;
+    if (cur->has_scan)
+        q_scan_close(&cur->scan);
+    for (size_t i = 0; i < cur->ndocs; i++)
+        bson_destroy(cur->docs[i]);
+    free(cur->docs);
+    q_matcher_destroy(cur->m);
+    q_proj_cleanup(&cur->proj);
+    bson_destroy(&cur->filter);
+    free(cur);
+}
+
+/* splitmix64: ids look random and are never 0 or negative. */
+static int64_t cursor_new_id(md_db *db)
+{
+    for (;;) {
+        uint64_t z = (db->cursor_seed += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        int64_t id = (int64_t)((z ^ (z >> 31)) >> 1);
+        bool used = id == 0;
+        for (q_cursor *c = db->cursors; c && !used; c = c->next)
+            used = c->id == id;
+        if (!used)
+            return id;
+    }
+}
+
+/* The next result: a borrowed view valid until the next call or write. */
+static int cursor_next(q_cursor *cur, const bson_t **doc, eng_rid *rid)
+{
+    if (!cur->has_scan) {
+        if (cur->pos >= cur->ndocs)
+            return MD_NOTFOUND;
+        *rid = ENG_RID_NONE;
+        *doc = cur->docs[cur->pos++];
+        return 0;
+    }
+    if (cur->stash) {
+        const uint8_t *data;
+        uint32_t len;
+        *rid = cur->stash;
+        cur->stash = ENG_RID_NONE;
+        if (eng_rs_get(cur->c->rs, *rid, &data, &len) == 0 &&
+            bson_init_static(&cur->view, data, len) &&
+            (!cur->m || q_matcher_matches(cur->m, &cur->view))) {
+            *doc = &cur->view;
+            return 0;
+        }
+    }
+    int rc = q_scan_next(&cur->scan, rid, &cur->view);
+    *doc = &cur->view;
+    return rc;
+}
+
+static void cursor_unread(q_cursor *cur, eng_rid rid)
+{
+    if (cur->has_scan)
+        cur->stash = rid;
+    else
+        cur->pos--;
+}
+
+/* Append up to max_docs (-1: no limit) results to arr; true when exhausted. */
+static bool fill_batch(q_cursor *cur, bson_t *arr, int64_t max_docs)
+{
+    int64_t n = 0;
+    size_t bytes = 0;
+    char key[24];
+    for (;;) {
+        const bson_t *doc;
+        eng_rid rid;
+        bson_t out;
+        if (cur->limit && cur->returned >= cur->limit)
+            return true;
+        if (cursor_next(cur, &doc, &rid) != 0)
+            return true;
+        q_proj_apply(&cur->proj, doc, &out);
+        if ((max_docs >= 0 && n >= max_docs) || (n > 0 && bytes + out.len > Q_BSON_MAX)) {
+            bson_destroy(&out);
+            cursor_unread(cur, rid);
+            return false;
+        }
+        snprintf(key, sizeof key, "%lld", (long long)n++);
+        bson_append_document(arr, key, -1, &out);
+        bytes += out.len;
+        bson_destroy(&out);
+        cur->returned++;
+        cur->db->m.returned++;
+    }
+}
+
+static void reply_batch(q_cursor *cur, bson_t *reply, int64_t max_docs, bool first,
+                        bool *exhausted)
+{
+    bson_t cs, arr;
+    BSON_APPEND_DOCUMENT_BEGIN(reply, "cursor", &cs);
+    bson_append_array_begin(&cs, first ? "firstBatch" : "nextBatch", -1, &arr);
+    *exhausted = fill_batch(cur, &arr, max_docs);
+    bson_append_array_end(&cs, &arr);
+    BSON_APPEND_INT64(&cs, "id", *exhausted ? 0 : cur->id);
+    BSON_APPEND_UTF8(&cs, "ns", cur->ns);
+    bson_append_document_end(reply, &cs);
+}
+
+/* Run the scan to the end into cur->docs and sort them. */
+static int materialize_sorted(q_cursor *cur, const bson_t *sort, md_error *err)
+{
+    const bson_t *doc;
+    eng_rid rid;
+    size_t cap = 0, bytes = 0;
+    while (cursor_next(cur, &doc, &rid) == 0) {
+        bytes += doc->len;
+        if (bytes > Q_SORT_MEM_MAX)
+            return q_err(err, MD_ETOOBIG, Q_CODE_OPERATION_FAILED,
+                         "Sort operation used more than the maximum %d bytes of RAM. Add "
+                         "an index, or specify a smaller limit.", Q_SORT_MEM_MAX);
+        if (cur->ndocs == cap) {
+            cap = cap ? cap * 2 : 64;
+            bson_t **v = realloc(cur->docs, cap * sizeof *v);
+            assert(v);
+            cur->docs = v;
+        }
+        cur->docs[cur->ndocs++] = bson_copy(doc);
+    }
+    q_scan_close(&cur->scan);
+    cur->has_scan = false;
+    q_sort_docs(cur->docs, cur->ndocs, sort);
+    return 0;
+}
+
+static int cursor_start(q_cursor *cur, const q_find_args *a, md_error *err)
+{
+    const bson_t *doc;
+    eng_rid rid;
+    int rc = q_proj_init(&cur->proj, a->projection, err);
+    if (!rc)
+        rc = q_sort_check(a->sort, err);
+    if (!rc && a->filter)
+        bson_copy_to(a->filter, &cur->filter);
+    else
+        bson_init(&cur->filter);
+    if (!rc)
+        rc = q_matcher_new(&cur->filter, &cur->m, err);
+    if (rc || !cur->c)
+        return rc;
+    if ((rc = q_scan_open(&cur->scan, cur->db, cur->c, &cur->filter, cur->m, err)) != 0)
+        return rc;
+    cur->has_scan = true;
+    if (a->sort && !bson_empty(a->sort) && (rc = materialize_sorted(cur, a->sort, err)))
+        return rc;
+    for (int64_t i = 0; i < a->skip && cursor_next(cur, &doc, &rid) == 0; i++)
+        ;
+    return 0;
+}
+
+int q_cursor_find(md_db *db, q_coll *c, const char *ns, const q_find_args *a, bson_t *reply,
+                  md_error *err)
+{
+    bool exhausted;
+    q_cursor *cur = q_zalloc(sizeof *cur);
+    assert(cur);
+    cur->db = db;
+    cur->c = c;
+    cur->limit = a->limit;
+    snprintf(cur->ns, sizeof cur->ns, "%s", ns);
+    q_coll_lock(db, c, false);
+    int rc = cursor_start(cur, a, err);
+    if (rc) {
+        q_coll_unlock(db, c);
+        cursor_free(cur);
+        return rc;
+    }
+    cur->id = a->single_batch ? 0 : cursor_new_id(db);
+    reply_batch(cur, reply, a->batch_size >= 0 ? a->batch_size : Q_DEFAULT_BATCH, true,
+                &exhausted);
+    if (exhausted || a->single_batch || !c) {
+        q_coll_unlock(db, c);
+        cursor_free(cur);
+        return 0;
+    }
+    if (cur->has_scan)
+        q_scan_save(&cur->scan);
+    q_coll_unlock(db, c);
+    cur->next = db->cursors;
+    db->cursors = cur;
+    return 0;
+}
+
+static q_cursor *cursor_unlink(md_db *db, int64_t id)
+{
+    for (q_cursor **p = &db->cursors; *p; p = &(*p)->next)
+        if ((*p)->id == id) {
+            q_cursor *cur = *p;
+            *p = cur->next;
+            return cur;
+        }
+    return NULL;
+}
+
+int q_cursor_get_more(md_db *db, int64_t id, const char *ns, int64_t batch_size,
+                      bson_t *reply, md_error *err)
+{
+    bool exhausted;
+    q_cursor *cur = cursor_unlink(db, id);
+    if (!cur)
+        return q_err(err, MD_NOTFOUND, MD_CODE_CURSOR_NOT_FOUND,
+                     "Cursor not found, cursor id: %lld", (long long)id);
+    if (strcmp(cur->ns, ns) != 0) {
+        cur->next = db->cursors;
+        db->cursors = cur;
+        return q_err(err, MD_EINVAL, Q_CODE_UNAUTHORIZED,
+                     "Requested getMore on namespace '%s', but cursor belongs to a "
+                     "different namespace %s", ns, cur->ns);
+    }
+    q_coll_lock(db, cur->c, false);
+    if (cur->has_scan && q_scan_restore(&cur->scan) != 0)
+        cur->scan.eof = true;
+    reply_batch(cur, reply, batch_size > 0 ? batch_size : -1, false, &exhausted);
+    if (!exhausted && cur->has_scan)
+        q_scan_save(&cur->scan);
+    q_coll_unlock(db, cur->c);
+    if (exhausted) {
+        cursor_free(cur);
+    } else {
+        cur->next = db->cursors;
+        db->cursors = cur;
+    }
+    return 0;
+}
+
+int q_cursor_kill(md_db *db, int64_t id)
+{
+    q_cursor *cur = cursor_unlink(db, id);
+    if (!cur)
+        return MD_NOTFOUND;
+    cursor_free(cur);
+    return 0;
+}
+
+void q_cursor_kill_coll(md_db *db, q_coll *c)
+{
+    q_cursor **p = &db->cursors;
+    while (*p) {
+        q_cursor *cur = *p;
+        if (!c || cur->c == c) {
+            *p = cur->next;
+            cursor_free(cur);
+        } else {
+            p = &cur->next;
+        }
+    }
+}
+
+int64_t q_cursor_count(md_db *db)
+{
+    int64_t n = 0;
+    for (q_cursor *c = db->cursors; c; c = c->next)
+        n++;
+    return n;
+}
+
+void q_cursor_kill_index(md_db *db, q_index *ix)
+{
+    q_cursor **p = &db->cursors;
+    while (*p) {
+        q_cursor *cur = *p;
+        if (cur->has_scan && cur->scan.kind == Q_SCAN_INDEX && cur->scan.ix == ix) {
+            *p = cur->next;
+            cursor_free(cur);
+        } else {
+            p = &cur->next;
+        }
+    }
+}
+
+void q_cursor_reply_array(bson_t *reply, const char *ns, bson_t **docs, size_t n)
+{
+    bson_t cs, arr;
+    char key[24];
+    BSON_APPEND_DOCUMENT_BEGIN(reply, "cursor", &cs);
+    BSON_APPEND_ARRAY_BEGIN(&cs, "firstBatch", &arr);
+    for (size_t i = 0; i < n; i++) {
+        snprintf(key, sizeof key, "%zu", i);
+        bson_append_document(&arr, key, -1, docs[i]);
+    }
+    bson_append_array_end(&cs, &arr);
+    BSON_APPEND_INT64(&cs, "id", 0);
+    BSON_APPEND_UTF8(&cs, "ns", ns);
+    bson_append_document_end(reply, &cs);
+}

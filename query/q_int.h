@@ -1,0 +1,270 @@
+/*
+ * q_int.h -- private to query/: the in-memory catalog behind an md_db, the
+ * one-document write path, scans (IDHACK / index equality / collection
+ * scan), server-side cursors and the helpers shared by the command files.
+ *
+ *   md_db ---> q_coll "c" ---> eng_rs (records)
+ *        |           |-------> q_index "_id_" ---> eng_ss (keys)
+ *        |           `-------> q_index "x_1"  ---> eng_ss
+ *        `---> q_cursor 7431... (find/getMore state, saved between batches)
+ */
+
+/*
+ * Invariants:
+ *   1. Every q_coll in db->colls has an open record store and every q_index
+ *      an open sorted store; the list is sorted by collection name.
+ *   2. The persisted catalog entry (key = ns) describes exactly the
+ *      in-memory q_coll; both change in the same engine transaction as the
+ *      storage they describe (memory is updated after commit).
+ *   3. For every record and every index, the index holds exactly the keys
+ *      q_index_keys() generates for the record, each with the record's rid.
+ *   4. After an unexpected engine failure (I/O, corruption, no space) the
+ *      handle is "failed": every later write answers MD_EREADONLY.
+ */
+#ifndef Q_INT_H
+#define Q_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "q.h"
+
+#define Q_BSON_MAX (16 * 1024 * 1024)     /* BSONObjMaxUserSize */
+#define Q_BSON_MAX_INTERNAL (Q_BSON_MAX + 16 * 1024)
+#define Q_NS_MAX 120                      /* MongoDB 3.x namespace limit */
+#define Q_INDEXES_MAX 64
+#define Q_SORT_MEM_MAX (32 * 1024 * 1024) /* internalQueryExecMaxBlockingSortBytes */
+#define Q_DEFAULT_BATCH 101
+#define Q_CODE_OPERATION_FAILED 96
+#define Q_CODE_UNAUTHORIZED 13
+#define Q_CODE_INVALID_LENGTH 16
+#define Q_CODE_IDL_UNKNOWN_FIELD 40415
+#define Q_CODE_IDL_MISSING_FIELD 40414
+#define Q_CODE_DOC_TOO_LARGE_AFTER_UPDATE 17419
+
+/* ---- catalog (q_catalog.c) ---------------------------------------------- */
+typedef struct q_index {
+    char name[ENG_IDENT_MAX];
+    char ident[ENG_IDENT_MAX];
+    bson_t key;  /* key pattern, owned */
+    bson_t spec; /* {v, key, name, ns, unique?, sparse?}, owned */
+    bool unique, sparse, multikey;
+    eng_ss *ss;
+} q_index;
+
+typedef struct q_coll {
+    char name[ENG_IDENT_MAX];
+    char ns[ENG_IDENT_MAX];
+    bson_t options; /* as given to create (minus the command's own fields) */
+    int alloc;      /* enum eng_alloc, derived from options */
+    eng_rs *rs;
+    q_index **idx;  /* idx[0] is always _id_ */
+    size_t nidx;
+    pthread_rwlock_t lock;
+    struct q_coll *next;
+} q_coll;
+
+typedef struct q_metrics {
+    int64_t inserted, updated, deleted, returned;
+    int64_t scanned, scanned_objects; /* index keys / documents examined */
+} q_metrics;
+
+struct q_cursor;
+
+struct md_db {
+    const eng_ops *ops;
+    eng_engine *eng;
+    char name[64];
+    q_coll *colls;
+    bool failed;          /* invariant 4 */
+    md_error fail_err;    /* what made it fail */
+    struct q_cursor *cursors;
+    uint64_t cursor_seed;
+    q_metrics m;
+    int64_t start_ms;
+};
+
+int q_catalog_load(md_db *db, md_error *err);
+void q_catalog_unload(md_db *db);
+q_coll *q_coll_find(md_db *db, const char *name);
+/* Validate a collection name as MongoDB does (InvalidNamespace, 73) and
+ * write its namespace "db.name" into ns (ENG_IDENT_MAX bytes). */
+int q_ns_make(md_db *db, const char *name, char *ns, md_error *err);
+/* The allocation strategy `options` asks for; CommandNotSupported for capped. */
+int q_options_alloc(const bson_t *options, int *alloc, md_error *err);
+/* Create collection `name` with its _id_ index (one transaction). */
+int q_coll_create(md_db *db, const char *name, const bson_t *options, q_coll **out,
+                  md_error *err);
+/* The collection, created implicitly (empty options) when missing. */
+int q_coll_get_or_create(md_db *db, const char *name, bool *created, q_coll **out,
+                         md_error *err);
+int q_coll_drop(md_db *db, q_coll *c, md_error *err);
+/* Persist c's catalog entry inside transaction t. */
+int q_catalog_put(md_db *db, eng_txn *t, q_coll *c, md_error *err);
+q_index *q_index_find(q_coll *c, const char *name);
+q_index *q_index_find_key(q_coll *c, const bson_t *key);
+/* Build a q_index from a validated spec (not yet opened). */
+q_index *q_index_new(const bson_t *spec, const char *ident);
+void q_index_free(q_index *ix);
+void q_coll_stats(q_coll *c, eng_rs_stats *st);
+/* Collection locks: no-ops unless the engine asks for them. */
+void q_coll_lock(md_db *db, q_coll *c, bool write);
+void q_coll_unlock(md_db *db, q_coll *c);
+
+/* ---- write path (q_write.c) --------------------------------------------- */
+/* MD_EREADONLY (with a message) when the handle refuses writes. */
+int q_write_allowed(md_db *db, md_error *err);
+/* Mark the handle failed if rc is an unexpected engine failure. */
+int q_write_failed(md_db *db, int rc, md_error *err);
+/*
+ * Check a document for insertion and build the stored form in `out`
+ * (initialized by the call on success): _id generated if missing and moved
+ * to the front, no top-level $-prefixed names, at most 16 MB.
+ */
+int q_doc_prepare_insert(const bson_t *doc, bson_t *out, md_error *err);
+int q_write_insert(md_db *db, q_coll *c, const bson_t *doc, bool durable, eng_rid *rid,
+                   md_error *err);
+
+typedef struct q_update_res {
+    bool matched, modified, moved;
+    eng_rid rid; /* the record's RecordId afterwards */
+} q_update_res;
+/* Update record `rid` if it (still) matches m (NULL: no re-check). */
+int q_write_update(md_db *db, q_coll *c, eng_rid rid, const q_matcher *m,
+                   const q_update *u, bool durable, q_update_res *res, bson_t *after,
+                   md_error *err);
+/* Delete record rid if it (still) matches m; *deleted says whether it did. */
+int q_write_delete(md_db *db, q_coll *c, eng_rid rid, const q_matcher *m, bool durable,
+                   bool *deleted, bson_t *before, md_error *err);
+/* Insert every key of doc (an owned copy, not a view) into ix, inside t. */
+int q_index_add_doc(md_db *db, eng_txn *t, q_coll *c, q_index *ix, const bson_t *doc,
+                    eng_rid rid, bool *multikey_changed, md_error *err);
+/* Fill ix's sorted store with the keys of every record (inside t). */
+int q_index_build(md_db *db, eng_txn *t, q_coll *c, q_index *ix, md_error *err);
+
+/* ---- scans (q_cursor.c) --------------------------------------------------- */
+enum q_scan_kind { Q_SCAN_COLL, Q_SCAN_INDEX };
+typedef struct q_scan {
+    md_db *db;
+    q_coll *c;
+    const q_matcher *m; /* borrowed; NULL matches everything */
+    int kind;
+    eng_rs_cursor *rc;
+    eng_ss_cursor *sc;
+    q_index *ix;
+    q_buf key;     /* the equality key of an index scan */
+    eng_rid last;  /* the rid an index scan returned last */
+    bool started, restored, eof;
+} q_scan;
+/* Choose a plan for filter (IDHACK, single-field index equality or a
+ * collection scan) and position before the first match. */
+int q_scan_open(q_scan *s, md_db *db, q_coll *c, const bson_t *filter, const q_matcher *m,
+                md_error *err);
+/* Next matching record: 0, or MD_NOTFOUND at the end.  *doc is a borrowed
+ * static view, valid until the next call or the next write. */
+int q_scan_next(q_scan *s, eng_rid *rid, bson_t *doc);
+void q_scan_save(q_scan *s);
+int q_scan_restore(q_scan *s);
+void q_scan_close(q_scan *s);
+const char *q_scan_plan_name(const q_scan *s);
+/* Collect the rids of up to `limit` (0 = all) matches. */
+int q_scan_collect(md_db *db, q_coll *c, const bson_t *filter, const q_matcher *m,
+                   int64_t limit, eng_rid **rids, size_t *n, md_error *err);
+
+/* ---- projection and sort (q_cursor.c) ------------------------------------ */
+typedef struct q_proj {
+    bool active, inclusion, id;
+    bson_t fields; /* top-level names */
+} q_proj;
+int q_proj_init(q_proj *p, const bson_t *spec, md_error *err);
+void q_proj_apply(const q_proj *p, const bson_t *doc, bson_t *out);
+void q_proj_cleanup(q_proj *p);
+/* Validate a sort spec ({f: 1, g: -1}). */
+int q_sort_check(const bson_t *spec, md_error *err);
+void q_sort_docs(bson_t **docs, size_t n, const bson_t *spec);
+
+/* ---- cursors (q_cursor.c) ------------------------------------------------- */
+typedef struct q_find_args {
+    const bson_t *filter, *projection, *sort;
+    int64_t skip, limit, batch_size; /* batch_size -1: default */
+    bool single_batch;
+} q_find_args;
+/* Run a find, appending "cursor: {firstBatch, id, ns}" to reply. */
+int q_cursor_find(md_db *db, q_coll *c, const char *ns, const q_find_args *a, bson_t *reply,
+                  md_error *err);
+int q_cursor_get_more(md_db *db, int64_t id, const char *ns, int64_t batch_size,
+                      bson_t *reply, md_error *err);
+/* Kill one cursor: 0 or MD_NOTFOUND. */
+int q_cursor_kill(md_db *db, int64_t id);
+/* Kill every cursor of collection c (NULL: all). */
+void q_cursor_kill_coll(md_db *db, q_coll *c);
+/* Number of open server-side cursors. */
+int64_t q_cursor_count(md_db *db);
+/* Kill every cursor scanning index ix. */
+void q_cursor_kill_index(md_db *db, q_index *ix);
+/* Append a "cursor" subdocument of already materialized documents (id 0). */
+void q_cursor_reply_array(bson_t *reply, const char *ns, bson_t **docs, size_t n);
+
+/* ---- command helpers (q_cmd.c) ------------------------------------------- */
+typedef int (*q_cmd_fn)(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
+
+/* md_error_set, with "Location<N>" / known names for codes md_code_name
+ * does not list. */
+int q_err(md_error *err, int rc, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Engine rc -> md_error when the engine left err empty. */
+int q_err_engine(md_error *err, int rc, const char *what);
+/* MongoDB's name for a BSON type ("double", "object", ...); defined in
+ * q_value.c (also declared in q_path.h). */
+const char *q_type_name(bson_type_t t);
+/* Fields every command accepts and ignores ($db, lsid, writeConcern...). */
+bool q_is_generic_arg(const char *name);
+/* The collection name of a command's first field and its namespace.  A
+ * non-string is TypeMismatch in IDL wording (idl: write commands) or
+ * InvalidNamespace as 3.6's parseNsCollectionRequired says it. */
+int q_cmd_coll_name(md_db *db, const bson_t *cmd, bool idl, const char **name, char *ns,
+                    md_error *err);
+/* Read an integral number (int32/int64/integral double) into *out. */
+bool q_iter_int64(const bson_iter_t *it, int64_t *out);
+/* Number as int32 when it fits, else int64 (BSONObjBuilder::appendNumber). */
+void q_append_number(bson_t *b, const char *key, int64_t v);
+/* writeConcern: j -> *durable.  BadValue on malformed values. */
+int q_write_concern(const bson_t *cmd, bool *durable, md_error *err);
+/* IDL-style messages: "BSON field 'insert.documents' is the wrong type ..." */
+int q_err_field_type(md_error *err, const char *cmd, const char *field, bson_type_t got,
+                     const char *want);
+int q_err_field_missing(md_error *err, const char *cmd, const char *field);
+int q_err_field_unknown(md_error *err, const char *cmd, const char *field);
+int64_t q_now_ms(void);
+/* Zeroed memory aligned for structs that embed a bson_t (which asks for
+ * 128-byte alignment); release with free(). */
+void *q_zalloc(size_t size);
+
+/* command handlers, one group per file */
+int q_cmd_insert(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
+int q_cmd_update(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
+int q_cmd_delete(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
+int q_cmd_find_and_modify(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
+int q_cmd_find(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
+int q_cmd_get_more(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
+int q_cmd_kill_cursors(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
+int q_cmd_count(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
+int q_cmd_create(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
+int q_cmd_drop(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
+int q_cmd_list_collections(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
+int q_cmd_coll_mod(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
+int q_cmd_create_indexes(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
+int q_cmd_drop_indexes(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
+int q_cmd_list_indexes(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
+int q_cmd_coll_stats(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
+int q_cmd_server_status(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
+int q_cmd_validate(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
+int q_cmd_compact(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
+int q_cmd_fsync(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
+int q_cmd_ping(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
+int q_cmd_build_info(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
+int q_cmd_is_master(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
+int q_cmd_drop_database(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
+
+#endif /* Q_INT_H */

@@ -1,0 +1,492 @@
+/*
+ * q_write.c -- the write path: insert, update and delete of one document,
+ * each in one engine transaction that also keeps every index exact
+ * (q_int.h, invariant 3), and index builds over existing records.
+ *
+ * Keys are computed before the first write because an engine view dies at
+ * the next write (eng.h).  Any failure aborts the transaction, so a
+ * document is never half-written; an unexpected engine failure also puts
+ * the handle into the failed state (invariant 4).
+ */
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "q_int.h"
+
+/* ---- the failed state --------------------------------------------------------- */
+
+int q_write_allowed(md_db *db, md_error *err)
+{
+    if (!db->failed)
+        return 0;
+    return q_err(err, MD_EREADONLY, MD_CODE_ILLEGAL_OPERATION,
+                 "this database handle refuses writes after a failed write (%s); "
+                 "close and reopen the database",
+                 db->fail_err.message);
+}
+
+int q_write_failed(md_db *db, int rc, md_error *err)
+{
+    bool fatal = rc == MD_EIO || rc == MD_ECORRUPT || rc == MD_ENOSPC;
+    if (fatal && !db->failed) {
+        db->failed = true;
+        if (err && err->message[0])
+            db->fail_err = *err;
+        else
+            md_error_set(&db->fail_err, rc, eng_rc_to_code(rc), "%s", md_strerror(rc));
+    }
+    return rc;
+}
+
+/* ---- documents ----------------------------------------------------------------- */
+
+static int check_id(const bson_iter_t *it, md_error *err)
+{
+    bson_type_t t = bson_iter_type(it);
+    if (t == BSON_TYPE_ARRAY || t == BSON_TYPE_REGEX || t == BSON_TYPE_UNDEFINED)
+        return q_err(err, MD_EINVAL, MD_CODE_INVALID_ID_FIELD, "can't use a%s %s for _id",
+                     t == BSON_TYPE_ARRAY ? "n" : "", q_type_name(t));
+    return 0;
+}
+
+int q_doc_prepare_insert(const bson_t *doc, bson_t *out, md_error *err)
+{
+    bson_iter_t it, id;
+    size_t off;
+    if (doc->len > Q_BSON_MAX)
+        return q_err(err, MD_ETOOBIG, MD_CODE_BSON_OBJECT_TOO_LARGE,
+                     "object to insert too large. size in bytes: %u, max size: %d", doc->len,
+                     Q_BSON_MAX);
+    if (!bson_validate(doc, BSON_VALIDATE_NONE, &off) || !bson_iter_init(&it, doc))
+        return q_err(err, MD_EINVAL, MD_CODE_INVALID_BSON,
+                     "invalid BSON in document to insert at offset %zu", off);
+    while (bson_iter_next(&it)) {
+        if (bson_iter_key(&it)[0] == '$')
+            return q_err(err, MD_EINVAL, MD_CODE_DOLLAR_PREFIXED_FIELD_NAME,
+                         "Document can't have $ prefixed field names: %s", bson_iter_key(&it));
+    }
+    bool has_id = bson_iter_init_find(&id, doc, "_id");
+    if (has_id && check_id(&id, err))
+        return MD_EINVAL;
+    bson_init(out);
+    if (has_id) {
+        bson_append_iter(out, "_id", 3, &id);
+    } else {
+        bson_oid_t oid;
+        bson_oid_init(&oid, NULL);
+        BSON_APPEND_OID(out, "_id", &oid);
+    }
+    bson_iter_init(&it, doc);
+    while (bson_iter_next(&it))
+        if (strcmp(bson_iter_key(&it), "_id") != 0)
+            bson_append_iter(out, NULL, 0, &it);
+    if (out->len > Q_BSON_MAX) {
+        bson_destroy(out);
+        return q_err(err, MD_ETOOBIG, MD_CODE_BSON_OBJECT_TOO_LARGE,
+                     "object to insert too large. size in bytes: %u, max size: %d", doc->len,
+                     Q_BSON_MAX);
+    }
+    return 0;
+}
+
+/* ---- keys of one document for every index ------------------------------------------- */
+
+static void keys_free(q_coll *c, q_keyset *ks)
+{
+    if (!ks)
+        return;
+    for (size_t i = 0; i < c->nidx; i++)
+        q_keyset_cleanup(&ks[i]);
+    free(ks);
+}
+
+static int keys_compute(q_coll *c, const bson_t *doc, q_keyset **out, md_error *err)
+{
+    q_keyset *ks = calloc(c->nidx ? c->nidx : 1, sizeof *ks);
+    assert(ks && c->nidx <= Q_INDEXES_MAX);
+    for (size_t i = 0; i < c->nidx; i++)
+        q_keyset_init(&ks[i]);
+    for (size_t i = 0; i < c->nidx; i++) {
+        int rc = q_index_keys(&c->idx[i]->key, doc, c->idx[i]->sparse, &ks[i], err);
+        if (rc) {
+            keys_free(c, ks);
+            return rc;
+        }
+    }
+    *out = ks;
+    return 0;
+}
+
+static bool keyset_has(const q_keyset *ks, const q_buf *k)
+{
+    for (size_t i = 0; i < ks->n; i++)
+        if (ks->keys[i].len == k->len && memcmp(ks->keys[i].data, k->data, k->len) == 0)
+            return true;
+    return false;
+}
+
+static bool keyset_equal(const q_keyset *a, const q_keyset *b)
+{
+    if (a->n != b->n)
+        return false;
+    for (size_t i = 0; i < a->n; i++)
+        if (!keyset_has(b, &a->keys[i]))
+            return false;
+    return true;
+}
+
+static int dup_key_error(q_coll *c, q_index *ix, const bson_t *doc, md_error *err)
+{
+    char desc[512];
+    q_key_describe(&ix->key, doc, desc, sizeof desc);
+    return q_err(err, MD_EDUPKEY, MD_CODE_DUPLICATE_KEY,
+                 "E11000 duplicate key error collection: %s index: %s dup key: %s", c->ns,
+                 ix->name, desc);
+}
+
+/* Insert the keys of ks into ix (skipping those present in `except`). */
+static int keys_insert(eng_txn *t, q_coll *c, q_index *ix, const q_keyset *ks,
+                       const q_keyset *except, const bson_t *doc, eng_rid rid, md_error *err)
+{
+    for (size_t k = 0; k < ks->n; k++) {
+        eng_rid dup = ENG_RID_NONE;
+        if (except && keyset_has(except, &ks->keys[k]))
+            continue;
+        int rc = eng_ss_insert(ix->ss, t, ks->keys[k].data, (uint32_t)ks->keys[k].len, rid,
+                               ix->unique, &dup, err);
+        if (rc == MD_EDUPKEY)
+            return dup_key_error(c, ix, doc, err);
+        if (rc)
+            return q_err_engine(err, rc, "inserting an index key");
+    }
+    return 0;
+}
+
+/* Remove the keys of ks from ix (skipping those in `except`).  A key that is
+ * already missing is not an error here; validate reports such damage. */
+static int keys_remove(eng_txn *t, q_index *ix, const q_keyset *ks, const q_keyset *except,
+                       eng_rid rid, md_error *err)
+{
+    for (size_t k = 0; k < ks->n; k++) {
+        if (except && keyset_has(except, &ks->keys[k]))
+            continue;
+        int rc = eng_ss_remove(ix->ss, t, ks->keys[k].data, (uint32_t)ks->keys[k].len, rid);
+        if (rc && rc != MD_NOTFOUND)
+            return q_err_engine(err, rc, "removing an index key");
+    }
+    return 0;
+}
+
+/* Flip multikey flags the new keys call for; rewrite the catalog entry if any
+ * flipped.  flipped[] (nidx entries) lets the caller undo on abort. */
+static int multikey_note(md_db *db, eng_txn *t, q_coll *c, const q_keyset *ks, bool *flipped,
+                         md_error *err)
+{
+    bool any = false;
+    for (size_t i = 0; i < c->nidx; i++) {
+        flipped[i] = ks[i].multikey && !c->idx[i]->multikey;
+        if (flipped[i]) {
+            c->idx[i]->multikey = true;
+            any = true;
+        }
+    }
+    return any ? q_catalog_put(db, t, c, err) : 0;
+}
+
+static void multikey_undo(q_coll *c, const bool *flipped)
+{
+    for (size_t i = 0; i < c->nidx; i++)
+        if (flipped[i])
+            c->idx[i]->multikey = false;
+}
+
+/* Abort t (if any), undo multikey flips, mark the handle failed if needed. */
+static int write_abort(md_db *db, eng_txn *t, q_coll *c, const bool *flipped, int rc,
+                       md_error *err)
+{
+    eng_txn_abort(t);
+    if (flipped)
+        multikey_undo(c, flipped);
+    return q_write_failed(db, rc, err);
+}
+
+static int write_commit(md_db *db, eng_txn *t, q_coll *c, const bool *flipped, bool durable,
+                        md_error *err)
+{
+    int rc = eng_txn_commit(t, durable, err);
+    if (rc) {
+        if (flipped)
+            multikey_undo(c, flipped);
+        q_err_engine(err, rc, "committing");
+        return q_write_failed(db, rc, err);
+    }
+    return 0;
+}
+
+/* ---- insert ---------------------------------------------------------------------- */
+
+int q_write_insert(md_db *db, q_coll *c, const bson_t *doc, bool durable, eng_rid *rid_out,
+                   md_error *err)
+{
+    bool flipped[Q_INDEXES_MAX] = {false};
+    q_keyset *ks = NULL;
+    eng_txn *t = NULL;
+    eng_rid rid = ENG_RID_NONE;
+    int rc = q_write_allowed(db, err);
+    if (rc || (rc = keys_compute(c, doc, &ks, err)) != 0)
+        return rc;
+    if ((rc = eng_txn_begin(db->eng, &t)) != 0) {
+        q_err_engine(err, rc, "starting a transaction");
+        goto out_keys;
+    }
+    rc = eng_rs_insert(c->rs, t, bson_get_data(doc), doc->len, &rid, err);
+    if (rc)
+        q_err_engine(err, rc, "inserting a record");
+    for (size_t i = 0; !rc && i < c->nidx; i++)
+        rc = keys_insert(t, c, c->idx[i], &ks[i], NULL, doc, rid, err);
+    if (!rc)
+        rc = multikey_note(db, t, c, ks, flipped, err);
+    if (rc)
+        write_abort(db, t, c, flipped, rc, err);
+    else
+        rc = write_commit(db, t, c, flipped, durable, err);
+    if (!rc) {
+        db->m.inserted++;
+        if (rid_out)
+            *rid_out = rid;
+    }
+out_keys:
+    keys_free(c, ks);
+    return rc;
+}
+
+/* ---- update ---------------------------------------------------------------------- */
+
+static int update_indexes(md_db *db, eng_txn *t, q_coll *c, q_keyset *oldk, q_keyset *newk,
+                          const bson_t *doc, eng_rid old_rid, eng_rid new_rid, bool moved,
+                          md_error *err)
+{
+    int rc = 0;
+    for (size_t i = 0; !rc && i < c->nidx; i++) {
+        q_index *ix = c->idx[i];
+        if (moved) {
+            rc = keys_remove(t, ix, &oldk[i], NULL, old_rid, err);
+            if (!rc)
+                rc = keys_insert(t, c, ix, &newk[i], NULL, doc, new_rid, err);
+        } else if (!keyset_equal(&oldk[i], &newk[i])) {
+            rc = keys_remove(t, ix, &oldk[i], &newk[i], old_rid, err);
+            if (!rc)
+                rc = keys_insert(t, c, ix, &newk[i], &oldk[i], doc, new_rid, err);
+        }
+    }
+    return rc;
+}
+
+/* Store `nd` over record rid: in place with damages when the engine can and
+ * the size is unchanged, else a full update that may move the record. */
+static int store_update(eng_txn *t, q_coll *c, eng_rid rid, const bson_t *nd, uint32_t old_len,
+                        const q_damages *dmg, eng_rid *new_rid, bool *moved, md_error *err)
+{
+    int rc;
+    *new_rid = rid;
+    *moved = false;
+    if (nd->len == old_len && dmg && dmg->n > 0 && eng_rs_has_damages(c->rs))
+        rc = eng_rs_update_damages(c->rs, t, rid, bson_get_data(nd), dmg->v, dmg->n, err);
+    else
+        rc = eng_rs_update(c->rs, t, rid, bson_get_data(nd), nd->len, new_rid, moved, err);
+    return rc ? q_err_engine(err, rc, "updating a record") : 0;
+}
+
+typedef struct upd_state {
+    bson_t nd;
+    q_damages dmg;
+    q_keyset *oldk, *newk;
+    uint32_t old_len;
+} upd_state;
+
+/* Everything an update needs from the old document, computed while its
+ * view is still valid.  0 with changed=false: nothing to write. */
+static int update_prepare(q_coll *c, const bson_t *old, const q_update *u, const char *pos,
+                          upd_state *s, bool *changed, md_error *err)
+{
+    bool dmg = eng_rs_has_damages(c->rs);
+    int rc = q_update_apply_pos(u, old, pos, false, &s->nd, changed, dmg ? &s->dmg : NULL,
+                                err);
+    s->old_len = old->len;
+    if (rc || !*changed)
+        return rc;
+    if (s->nd.len > Q_BSON_MAX)
+        return q_err(err, MD_ETOOBIG, Q_CODE_DOC_TOO_LARGE_AFTER_UPDATE,
+                     "Resulting document after update is larger than %d", Q_BSON_MAX);
+    rc = keys_compute(c, old, &s->oldk, err);
+    if (!rc)
+        rc = keys_compute(c, &s->nd, &s->newk, err);
+    return rc;
+}
+
+static int update_write(md_db *db, q_coll *c, eng_rid rid, upd_state *s, bool durable,
+                        q_update_res *res, md_error *err)
+{
+    bool flipped[Q_INDEXES_MAX] = {false};
+    eng_txn *t = NULL;
+    eng_rid nrid;
+    bool moved;
+    int rc = eng_txn_begin(db->eng, &t);
+    if (rc)
+        return q_err_engine(err, rc, "starting a transaction");
+    rc = store_update(t, c, rid, &s->nd, s->old_len, &s->dmg, &nrid, &moved, err);
+    if (!rc)
+        rc = update_indexes(db, t, c, s->oldk, s->newk, &s->nd, rid, nrid, moved, err);
+    if (!rc)
+        rc = multikey_note(db, t, c, s->newk, flipped, err);
+    if (rc)
+        return write_abort(db, t, c, flipped, rc, err);
+    if ((rc = write_commit(db, t, c, flipped, durable, err)) != 0)
+        return rc;
+    db->m.updated++;
+    res->modified = true;
+    res->moved = moved;
+    res->rid = nrid;
+    return 0;
+}
+
+/*
+ * Order of work:
+ *
+ *   get view -> match? -> q_update_apply -> old keys, new keys (all indexes)
+ *     -> begin -> same size && damages? rs_update_damages : rs_update
+ *        -> moved?  every index: remove old keys @old rid, insert new @new rid
+ *           else    per index: remove keys that went away, insert new ones
+ *                   (an index whose keys did not change is not touched)
+ *     -> multikey flags flipped? catalog entry rewritten -> commit
+ */
+int q_write_update(md_db *db, q_coll *c, eng_rid rid, const q_matcher *m, const q_update *u,
+                   bool durable, q_update_res *res, bson_t *after, md_error *err)
+{
+    const uint8_t *data;
+    uint32_t len;
+    bson_t old;
+    bool changed = false;
+    char pos[64] = "";
+    upd_state s = {.oldk = NULL, .newk = NULL};
+    memset(res, 0, sizeof *res);
+    res->rid = rid;
+    int rc = q_write_allowed(db, err);
+    if (rc)
+        return rc;
+    rc = eng_rs_get(c->rs, rid, &data, &len);
+    if (rc == MD_NOTFOUND)
+        return 0;
+    if (rc || !bson_init_static(&old, data, len))
+        return ENG_CORRUPT(err, "record %lld of %s is not a BSON document", (long long)rid,
+                           c->ns);
+    if (m && !q_matcher_matches_pos(m, &old, pos, sizeof pos))
+        return 0;
+    res->matched = true;
+    q_damages_init(&s.dmg);
+    rc = update_prepare(c, &old, u, pos, &s, &changed, err);
+    if (!rc && after)
+        bson_copy_to(changed ? &s.nd : &old, after);
+    if (!rc && changed)
+        rc = update_write(db, c, rid, &s, durable, res, err);
+    if (rc && after)
+        bson_reinit(after);
+    keys_free(c, s.oldk);
+    keys_free(c, s.newk);
+    q_damages_cleanup(&s.dmg);
+    bson_destroy(&s.nd);
+    return rc;
+}
+
+/* ---- delete ---------------------------------------------------------------------- */
+
+int q_write_delete(md_db *db, q_coll *c, eng_rid rid, const q_matcher *m, bool durable,
+                   bool *deleted, bson_t *before, md_error *err)
+{
+    const uint8_t *data;
+    uint32_t len;
+    bson_t doc;
+    q_keyset *ks = NULL;
+    eng_txn *t = NULL;
+    *deleted = false;
+    int rc = q_write_allowed(db, err);
+    if (rc)
+        return rc;
+    if ((rc = eng_rs_get(c->rs, rid, &data, &len)) == MD_NOTFOUND)
+        return 0;
+    if (rc || !bson_init_static(&doc, data, len))
+        return ENG_CORRUPT(err, "record %lld of %s is not a BSON document", (long long)rid,
+                           c->ns);
+    if (m && !q_matcher_matches(m, &doc))
+        return 0;
+    if ((rc = keys_compute(c, &doc, &ks, err)) != 0)
+        return rc;
+    if (before)
+        bson_copy_to(&doc, before);
+    if ((rc = eng_txn_begin(db->eng, &t)) != 0) {
+        q_err_engine(err, rc, "starting a transaction");
+        goto out_keys;
+    }
+    for (size_t i = 0; !rc && i < c->nidx; i++)
+        rc = keys_remove(t, c->idx[i], &ks[i], NULL, rid, err);
+    if (!rc && (rc = eng_rs_remove(c->rs, t, rid)) != 0)
+        q_err_engine(err, rc, "removing a record");
+    if (rc)
+        write_abort(db, t, c, NULL, rc, err);
+    else
+        rc = write_commit(db, t, c, NULL, durable, err);
+    if (!rc) {
+        db->m.deleted++;
+        *deleted = true;
+    }
+out_keys:
+    if (rc && before)
+        bson_reinit(before);
+    keys_free(c, ks);
+    return rc;
+}
+
+/* ---- index builds ------------------------------------------------------------------- */
+
+int q_index_add_doc(md_db *db, eng_txn *t, q_coll *c, q_index *ix, const bson_t *doc,
+                    eng_rid rid, bool *multikey_changed, md_error *err)
+{
+    q_keyset ks;
+    q_keyset_init(&ks);
+    int rc = q_index_keys(&ix->key, doc, ix->sparse, &ks, err);
+    if (!rc)
+        rc = keys_insert(t, c, ix, &ks, NULL, doc, rid, err);
+    if (!rc && ks.multikey && !ix->multikey) {
+        ix->multikey = true;
+        *multikey_changed = true;
+    }
+    q_keyset_cleanup(&ks);
+    return rc;
+}
+
+/* The rids are collected first; each document is copied out of the engine
+ * before keys are written, since a write ends the life of a view. */
+int q_index_build(md_db *db, eng_txn *t, q_coll *c, q_index *ix, md_error *err)
+{
+    eng_rid *rids = NULL;
+    size_t n = 0;
+    bool mk = false;
+    int rc = q_scan_collect(db, c, NULL, NULL, 0, &rids, &n, err);
+    for (size_t i = 0; !rc && i < n; i++) {
+        const uint8_t *data;
+        uint32_t len;
+        bson_t view, *copy;
+        if (eng_rs_get(c->rs, rids[i], &data, &len) != 0 ||
+            !bson_init_static(&view, data, len)) {
+            rc = ENG_CORRUPT(err, "record %lld of %s vanished or is not BSON",
+                             (long long)rids[i], c->ns);
+            break;
+        }
+        copy = bson_copy(&view);
+        rc = q_index_add_doc(db, t, c, ix, copy, rids[i], &mk, err);
+        bson_destroy(copy);
+    }
+    free(rids);
+    return rc;
+}

@@ -1,0 +1,127 @@
+#!/bin/sh
+# test_cli.sh -- end-to-end checks of the minidoc CLI (tools/minidoc.c).
+#
+# Drives `minidoc ... run` sessions and `eval` through a temporary database
+# and greps the replies for MongoDB-shaped fields: inserts, updates, finds,
+# collStats, validate and compact; a bad line gets FailedToParse and the
+# session goes on; usage errors exit 2; eval exits 1 on ok: 0.
+#
+# Usage: MINIDOC=build/minidoc tests/tools/test_cli.sh
+# Prints one line per failure and a final "N passed, M failed".
+MINIDOC=${MINIDOC:-build/minidoc}
+OPTS='{"mmapv1": {"firstFileSize": 131072, "nsSize": 65536}}'
+pass=0
+fail=0
+DIR=$(mktemp -d /tmp/md_cli_XXXXXX) || exit 1
+trap 'rm -rf "$DIR"' EXIT INT TERM
+
+ok() { pass=$((pass + 1)); }
+ko() { fail=$((fail + 1)); echo "FAIL: $1"; }
+
+# expect NAME TEXT PATTERN: TEXT contains PATTERN (fixed string)
+expect() {
+    if printf '%s\n' "$2" | grep -F -q -- "$3"; then ok; else ko "$1: no '$3' in: $2"; fi
+}
+# expect_status NAME WANT GOT
+expect_status() {
+    if [ "$2" = "$3" ]; then ok; else ko "$1: exit status $3, expected $2"; fi
+}
+line() { printf '%s\n' "$1" | sed -n "${2}p"; }
+
+if [ ! -x "$MINIDOC" ]; then
+    echo "FAIL: $MINIDOC is not an executable (build it with make)"
+    echo "0 passed, 1 failed"
+    exit 1
+fi
+
+# ---- a run session -----------------------------------------------------------
+out=$("$MINIDOC" --dbpath "$DIR/a" --opts "$OPTS" run <<'EOF'
+# a comment, then a blank line
+
+{"insert": "c", "documents": [{"_id": 1, "n": 0}, {"_id": 2, "n": 0}, {"_id": 3, "n": 5}]}
+{"insert": "c", "documents": [{"_id": 1}]}
+this line is not JSON
+{"update": "c", "updates": [{"q": {"_id": 1}, "u": {"$inc": {"n": 1}}}]}
+{"update": "c", "updates": [{"q": {"_id": 9}, "u": {"$set": {"n": 1}}, "upsert": true}]}
+{"find": "c", "filter": {"n": 1}}
+{"count": "c"}
+{"collStats": "c"}
+{"validate": "c", "full": true}
+{"delete": "c", "deletes": [{"q": {"_id": 3}, "limit": 1}]}
+{"compact": "c"}
+{"find": "c", "filter": {"_id": 2}, "projection": {"_id": 0}}
+{"nosuchcommand": 1}
+EOF
+)
+status=$?
+expect_status "run exit status" 0 $status
+n=$(printf '%s\n' "$out" | wc -l)
+if [ "$n" -eq 13 ]; then ok; else ko "one reply per command line: got $n lines"; fi
+expect "insert" "$(line "$out" 1)" '"n" : 3, "ok" : 1.0'
+expect "dup key writeError" "$(line "$out" 2)" '"code" : 11000'
+expect "dup key message" "$(line "$out" 2)" 'E11000 duplicate key error collection: test.c index: _id_ dup key: { _id: 1 }'
+expect "bad line" "$(line "$out" 3)" '"ok" : 0.0'
+expect "bad line code" "$(line "$out" 3)" '"code" : 9, "codeName" : "FailedToParse"'
+expect "update" "$(line "$out" 4)" '"n" : 1, "nModified" : 1'
+expect "upsert" "$(line "$out" 5)" '"upserted" : [ { "index" : 0, "_id" : 9 } ]'
+expect "find batch" "$(line "$out" 6)" '"firstBatch" : [ { "_id" : 1, "n" : 1 }, { "_id" : 9, "n" : 1 } ]'
+expect "find cursor" "$(line "$out" 6)" '"id" : 0, "ns" : "test.c"'
+expect "count" "$(line "$out" 7)" '"n" : 4'
+expect "collStats ns" "$(line "$out" 8)" '"ns" : "test.c"'
+expect "collStats engine" "$(line "$out" 8)" '"mmapv1" : {'
+expect "collStats inPlaceUpdates" "$(line "$out" 8)" '"inPlaceUpdates" : '
+expect "collStats indexes" "$(line "$out" 8)" '"indexSizes" : { "_id_" : '
+expect "validate" "$(line "$out" 9)" '"valid" : true'
+expect "validate keys" "$(line "$out" 9)" '"keysPerIndex" : { "test.c.$_id_" : 4 }'
+expect "delete" "$(line "$out" 10)" '"n" : 1, "ok" : 1.0'
+expect "compact" "$(line "$out" 11)" '"ok" : 1.0'
+expect "projection" "$(line "$out" 12)" '"firstBatch" : [ { "n" : 0 } ]'
+expect "unknown command" "$(line "$out" 13)" '"errmsg" : "no such command: '"'"'nosuchcommand'"'"'", "code" : 59'
+
+# ---- the data is still there after reopening ------------------------------------
+out=$("$MINIDOC" --dbpath "$DIR/a" --opts "$OPTS" eval '{"count": "c"}')
+expect_status "eval exit status" 0 $?
+expect "reopen keeps documents" "$out" '"n" : 3'
+
+out=$("$MINIDOC" --dbpath "$DIR/a" --opts "$OPTS" eval '{"drop": "nope"}')
+expect_status "eval of a failing command" 1 $?
+expect "eval error reply" "$out" '"codeName" : "NamespaceNotFound"'
+
+out=$("$MINIDOC" --dbpath "$DIR/a" --opts "$OPTS" eval 'not json')
+expect_status "eval of bad JSON" 1 $?
+expect "eval bad JSON" "$out" '"code" : 9'
+
+# ---- engines and names -------------------------------------------------------
+out=$(printf '%s\n' '{"insert": "c", "documents": [{"a": 1}]}' '{"find": "c"}' \
+    '{"serverStatus": 1}' |
+    "$MINIDOC" --dbpath "$DIR/e" --engine ephemeralForTest --dbname shop run)
+expect "ephemeralForTest insert" "$(line "$out" 1)" '"n" : 1'
+expect "dbname in ns" "$(line "$out" 2)" '"ns" : "shop.c"'
+expect "engine in serverStatus" "$(line "$out" 3)" '"storageEngine" : { "name" : "ephemeralForTest"'
+
+out=$(echo '{"insert": "c", "documents": [{}]}' | "$MINIDOC" --dbpath="$DIR/s" --smallfiles \
+    --opts "$OPTS" run)
+expect "--smallfiles and --dbpath=DIR" "$out" '"n" : 1'
+
+# ---- usage -----------------------------------------------------------------------
+"$MINIDOC" >/dev/null 2>&1
+expect_status "no arguments" 2 $?
+"$MINIDOC" --dbpath "$DIR/u" >/dev/null 2>&1
+expect_status "no mode" 2 $?
+"$MINIDOC" --dbpath "$DIR/u" --bogus run </dev/null >/dev/null 2>&1
+expect_status "unknown option" 2 $?
+"$MINIDOC" --dbpath "$DIR/u" eval >/dev/null 2>&1
+expect_status "eval without command" 2 $?
+"$MINIDOC" --dbpath "$DIR/u" --opts '{bad' run </dev/null >/dev/null 2>&1
+expect_status "bad --opts" 2 $?
+err=$("$MINIDOC" --dbpath "$DIR/u" 2>&1 >/dev/null)
+expect "usage on stderr" "$err" "usage: minidoc"
+out=$("$MINIDOC" --help)
+expect_status "--help" 0 $?
+expect "--help text" "$out" "usage: minidoc --dbpath DIR"
+err=$("$MINIDOC" --dbpath "$DIR/u" --engine nope run </dev/null 2>&1 >/dev/null)
+expect_status "unknown engine" 1 $?
+expect "unknown engine message" "$err" "unknown storage engine"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

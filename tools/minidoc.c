@@ -1,0 +1,187 @@
+/*
+ * minidoc.c -- the command-line tool: MongoDB commands in, replies out.
+ *
+ *   minidoc --dbpath DIR [--engine NAME] [--dbname NAME] [--smallfiles]
+ *           [--opts '<json>'] run            one command per stdin line
+ *   minidoc ... eval '<command>'             one command; exit 1 if ok: 0
+ *
+ * Commands are extended JSON; replies are relaxed extended JSON, one per
+ * line.  Blank lines and lines starting with '#' are skipped; a line that
+ * does not parse gets an error reply (FailedToParse) and the session goes
+ * on.  Usage errors exit 2, a database that cannot be opened exits 1.
+ * This is the scripting and testing surface of minidoc: keep it stable.
+ * It uses only include/minidoc.h and libbson.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "minidoc.h"
+
+typedef struct cli {
+    const char *dbpath, *engine, *dbname, *opts_json, *mode, *eval_cmd;
+    bool smallfiles;
+} cli;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: minidoc --dbpath DIR [--engine mmapv1|ephemeralForTest] [--dbname NAME]\n"
+            "               [--smallfiles] [--opts '<json>'] (run | eval '<command>')\n"
+            "\n"
+            "  run     read one command per line from stdin (extended JSON); write one\n"
+            "          reply per line (relaxed extended JSON).  Blank lines and lines\n"
+            "          starting with '#' are skipped.\n"
+            "  eval    run one command; exit status 1 if the reply has ok: 0.\n"
+            "\n"
+            "  --dbpath DIR    database directory (created if missing)\n"
+            "  --engine NAME   storage engine (default mmapv1)\n"
+            "  --dbname NAME   database name used in file names and ns (default test)\n"
+            "  --smallfiles    mmapv1 data files a quarter of the usual size\n"
+            "  --opts JSON     any md_db_open() option, e.g. '{\"mmapv1\": {...}}'\n"
+            "  --help          this text\n");
+}
+
+/* "--name value" or "--name=value"; returns the value or NULL. */
+static const char *opt_value(int argc, char **argv, int *i, const char *name)
+{
+    size_t n = strlen(name);
+    if (strncmp(argv[*i], name, n) != 0)
+        return NULL;
+    if (argv[*i][n] == '=')
+        return argv[*i] + n + 1;
+    if (argv[*i][n] != '\0' || *i + 1 >= argc)
+        return NULL;
+    return argv[++*i];
+}
+
+static int parse_args(int argc, char **argv, cli *c)
+{
+    static const char *const names[] = {"--dbpath", "--engine", "--dbname", "--opts"};
+    memset(c, 0, sizeof *c);
+    for (int i = 1; i < argc; i++) {
+        const char **dst[] = {&c->dbpath, &c->engine, &c->dbname, &c->opts_json};
+        const char *v = NULL;
+        int k;
+        for (k = 0; k < 4 && !(v = opt_value(argc, argv, &i, names[k])); k++)
+            ;
+        if (v) {
+            *dst[k] = v;
+        } else if (strcmp(argv[i], "--smallfiles") == 0) {
+            c->smallfiles = true;
+        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage(stdout);
+            exit(0);
+        } else if (!c->mode && (strcmp(argv[i], "run") == 0 || strcmp(argv[i], "eval") == 0)) {
+            c->mode = argv[i];
+            if (strcmp(argv[i], "eval") == 0 && i + 1 < argc)
+                c->eval_cmd = argv[++i];
+        } else {
+            fprintf(stderr, "minidoc: unexpected argument '%s'\n", argv[i]);
+            return -1;
+        }
+    }
+    if (!c->dbpath || !c->mode || (strcmp(c->mode, "eval") == 0 && !c->eval_cmd)) {
+        fprintf(stderr, "minidoc: %s\n",
+                !c->dbpath ? "--dbpath is required"
+                           : !c->mode ? "a mode (run or eval) is required"
+                                      : "eval needs a command");
+        return -1;
+    }
+    return 0;
+}
+
+/* base's field `key`, unless the flag gave a value. */
+static void flag_or_base(bson_t *o, const bson_t *base, const char *key, const char *flag)
+{
+    bson_iter_t it;
+    if (flag)
+        bson_append_utf8(o, key, -1, flag, -1);
+    else if (bson_iter_init_find(&it, base, key))
+        bson_append_iter(o, key, -1, &it);
+}
+
+/* The md_db_open() options: --opts, with the flags on top. */
+static bson_t *open_options(const cli *c)
+{
+    bson_error_t berr;
+    bson_iter_t it;
+    bson_t *base = c->opts_json ? bson_new_from_json((const uint8_t *)c->opts_json, -1, &berr)
+                                : bson_new();
+    if (!base) {
+        fprintf(stderr, "minidoc: --opts is not valid JSON: %s\n", berr.message);
+        return NULL;
+    }
+    bson_t *o = bson_new();
+    bson_copy_to_excluding_noinit(base, o, "engine", "dbName", "smallFiles", NULL);
+    flag_or_base(o, base, "engine", c->engine);
+    flag_or_base(o, base, "dbName", c->dbname);
+    if (c->smallfiles)
+        BSON_APPEND_BOOL(o, "smallFiles", true);
+    else if (bson_iter_init_find(&it, base, "smallFiles"))
+        bson_append_iter(o, "smallFiles", -1, &it);
+    bson_destroy(base);
+    return o;
+}
+
+/* Run one command line; print the reply.  Returns 0 when ok: 1. */
+static int run_line(md_db *db, const char *line)
+{
+    bson_t reply;
+    int rc = md_db_command_json(db, line, &reply, NULL);
+    char *json = bson_as_relaxed_extended_json(&reply, NULL);
+    printf("%s\n", json ? json : "{ \"ok\" : 0.0, \"errmsg\" : \"reply not printable\" }");
+    fflush(stdout);
+    bson_free(json);
+    bson_destroy(&reply);
+    return rc;
+}
+
+static bool skip_line(const char *line)
+{
+    while (*line == ' ' || *line == '\t')
+        line++;
+    return *line == '\0' || *line == '#';
+}
+
+static int run_stdin(md_db *db)
+{
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    while ((n = getline(&line, &cap, stdin)) >= 0) {
+        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+            line[--n] = '\0';
+        if (!skip_line(line))
+            run_line(db, line);
+    }
+    free(line);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    cli c;
+    md_db *db = NULL;
+    md_error err;
+    if (parse_args(argc, argv, &c) != 0) {
+        usage(stderr);
+        return 2;
+    }
+    bson_t *opts = open_options(&c);
+    if (!opts)
+        return 2;
+    int rc = md_db_open(c.dbpath, opts, &db, &err);
+    bson_destroy(opts);
+    if (rc != 0) {
+        fprintf(stderr, "minidoc: cannot open %s: %s (%s, code %d)\n", c.dbpath, err.message,
+                err.code_name, err.code);
+        return 1;
+    }
+    if (strcmp(c.mode, "run") == 0)
+        rc = run_stdin(db);
+    else
+        rc = run_line(db, c.eval_cmd) != 0;
+    md_db_close(db);
+    return rc ? 1 : 0;
+}
