@@ -4,7 +4,7 @@
 #   make demo       build and run the scripted demo (tools/demo.sh)
 #   make test       install missing Debian packages, build, run every test
 #   make check      alias of test
-#   make bench      build the benchmark programs
+#   make bench      build the benchmark programs (build/bench/*)
 #   make clean
 #
 # Build modes:
@@ -22,7 +22,7 @@ PKGS      := libbson-1.0 libzstd snappy lmdb
 CPPFLAGS  += -D_GNU_SOURCE -Iinclude -Iengine -Immapv1 -Ibtree -Iquery
 CPPFLAGS  += $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 CFLAGS    += -std=c11 -Wall -Wextra -Wshadow -Wno-unused-parameter -g -pthread
-LDLIBS    += $(shell pkg-config --libs libbson-1.0 2>/dev/null) -lm -lpthread
+LDLIBS    += $(shell pkg-config --libs libbson-1.0 libzstd snappy 2>/dev/null) -lm -lpthread
 
 ifeq ($(MODE),debug)
   CFLAGS += -O0
@@ -47,6 +47,8 @@ CLI       := $(BUILD)/minidoc
 TEST_SRCS := $(wildcard tests/*/test_*.c)
 TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/%.o)
 TEST_BIN  := $(BUILD)/test_minidoc
+BENCH_SRCS:= $(wildcard bench/*.c)
+BENCH_BINS:= $(BENCH_SRCS:%.c=$(BUILD)/%)
 
 .PHONY: all deps demo test check bench clean
 
@@ -75,12 +77,15 @@ demo: deps
 
 test: deps
 	@$(MAKE) --no-print-directory all
-	$(TEST_BIN) -j2 --short-filename
 	MINIDOC=$(CLI) tests/tools/test_cli.sh
+	$(TEST_BIN) -j2 --short-filename
 
 check: test
 
-bench: $(LIB)
+bench: $(BENCH_BINS)
+
+$(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 clean:
 	rm -rf build build-*
