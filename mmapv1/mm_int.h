@@ -551,6 +551,9 @@ mm_ns_slot *mm_rs_details(const mm_rs *rs); /* NULL if dropped */
 /* Check namespace slot's structures; with_info appends the validate fields
  * (nrecords, deletedCount, ...) to v->info. */
 void mm_verify_ns(const mm_engine *e, int32_t slot, eng_validate *v, bool with_info);
+/* Bytes read from disk (at most n, up to a NUL) made printable ASCII for an
+ * error message: anything else becomes \xNN.  Returns buf. */
+const char *mm_printable(const char *s, size_t n, char *buf, size_t bufn);
 int mm_rs_validate(eng_rs *rs, eng_validate *v);
 int mm_rs_compact(eng_rs *rs, eng_txn *t, const eng_compact_opts *o, bson_t *info,
                   md_error *err);

@@ -140,9 +140,11 @@ static int check_slot(const mm_engine *e, int32_t i, const char *path, md_error 
     if (!(d->hash & 0x8000000) || memchr(d->name, 0, sizeof d->name) == NULL)
         return ENG_CORRUPT(err, "%s: namespace slot %d at offset 0x%llx is garbage", path, i,
                            at);
+    char pr[4 * sizeof d->name + 1];
     if (d->hash != mm_ns_hash(d->name))
         return ENG_CORRUPT(err, "%s: namespace slot %d at offset 0x%llx: hash 0x%x does not "
-                           "match name \"%s\"", path, i, at, d->hash, d->name);
+                           "match name \"%s\"", path, i, at, d->hash,
+                           mm_printable(d->name, sizeof d->name, pr, sizeof pr));
     if (d->kind < MM_KIND_COLL || d->kind > MM_KIND_CATALOG)
         return ENG_CORRUPT(err, "%s: namespace %s at offset 0x%llx: bad kind %u", path,
                            d->name, at + 4, d->kind);

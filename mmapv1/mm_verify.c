@@ -96,6 +96,21 @@ static void verr(vstate *s, const char *ns, const char *fmt, ...)
     eng_validate_error(s->v, "%s: %s", ns, msg);
 }
 
+const char *mm_printable(const char *s, size_t n, char *buf, size_t bufn)
+{
+    size_t o = 0;
+    assert(bufn >= 5);
+    for (size_t i = 0; i < n && s[i] && o + 5 <= bufn; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c < 0x7f && c != '\\')
+            buf[o++] = (char)c;
+        else
+            o += (size_t)snprintf(buf + o, bufn - o, "\\x%02x", c);
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
 /* Walk one extent's record chain. */
 static void walk_records(vstate *s, mm_loc el, const mm_extent *x)
 {
@@ -172,7 +187,8 @@ static bool check_extent(vstate *s, mm_loc l, mm_loc prev)
     if (!mm_loc_eq(x->my_loc, l))
         verr(s, ns, "extent at file %d offset 0x%x: myLoc is %d:0x%x", l.a, l.ofs,
              x->my_loc.a, x->my_loc.ofs);
-    if (x->length < MM_MIN_EXTENT || (int64_t)l.ofs + x->length > h->unused.ofs) {
+    if (x->length < MM_MIN_EXTENT || (int64_t)l.ofs + x->length > h->unused.ofs ||
+        (int64_t)l.ofs + x->length > e->files[l.a].len) {
         verr(s, ns, "extent at file %d offset 0x%x: length %d runs past the allocated area "
              "(0x%x)", l.a, l.ofs, x->length, h->unused.ofs);
         return false;
@@ -180,9 +196,11 @@ static bool check_extent(vstate *s, mm_loc l, mm_loc prev)
     if (!mm_loc_eq(x->xprev, prev))
         verr(s, ns, "extent at file %d offset 0x%x: xprev %d:0x%x, expected %d:0x%x", l.a,
              l.ofs, x->xprev.a, x->xprev.ofs, prev.a, prev.ofs);
-    if (strncmp(x->ns, ns, sizeof x->ns) != 0)
-        verr(s, ns, "extent at file %d offset 0x%x: nsDiagnostic is \"%.*s\"", l.a, l.ofs,
-             (int)sizeof x->ns, x->ns);
+    if (strncmp(x->ns, ns, sizeof x->ns) != 0) {
+        char pr[4 * sizeof x->ns + 1];
+        verr(s, ns, "extent at file %d offset 0x%x: nsDiagnostic is \"%s\"", l.a, l.ofs,
+             mm_printable(x->ns, sizeof x->ns, pr, sizeof pr));
+    }
     return true;
 }
 
@@ -199,7 +217,9 @@ static void walk_extents(vstate *s)
         }
         if (!check_extent(s, l, prev))
             return;
-        const mm_extent *x = mm_extent_at(s->e, l);
+        /* not mm_extent_at(): that refuses an extent whose myLoc is damaged,
+         * which check_extent() reported and which need not stop the walk */
+        const mm_extent *x = (const mm_extent *)(s->e->files[l.a].map + l.ofs);
         push(&s->x, &s->nx, &s->xcap, (range){l.a, l.ofs, (int64_t)l.ofs + x->length, true});
         walk_records(s, l, x);
         prev = l;

@@ -191,9 +191,13 @@ static int coll_mod_apply(md_db *db, q_coll *c, const char *field, bool value, m
         bson_destroy(&opts);
         return rc;
     }
-    bson_t old_opts = c->options;
+    /* copy, never assign: a bson_t's buffer pointer may point into itself */
+    bson_t old_opts;
+    bson_copy_to(&c->options, &old_opts);
+    bson_destroy(&c->options);
+    bson_copy_to(&opts, &c->options);
+    bson_destroy(&opts);
     int old_alloc = c->alloc;
-    c->options = opts;
     c->alloc = alloc;
     rc = eng_rs_set_alloc(c->rs, t, alloc);
     if (rc == MD_ENOTSUP)
@@ -207,9 +211,10 @@ static int coll_mod_apply(md_db *db, q_coll *c, const char *field, bool value, m
     else if (rc)
         eng_txn_abort(t);
     if (rc) {
-        c->options = old_opts;
+        bson_destroy(&c->options);
+        bson_copy_to(&old_opts, &c->options);
+        bson_destroy(&old_opts);
         c->alloc = old_alloc;
-        bson_destroy(&opts);
         return q_write_failed(db, rc, err);
     }
     bson_destroy(&old_opts);

@@ -244,3 +244,43 @@ Test(mm_verify, damaged_free_record_fails_the_insert_cleanly)
     eng_rs_close(rs);
     mmt_close(&t);
 }
+
+Test(mm_verify, damaged_extent_my_loc)
+{
+    mmt t;
+    eng_rs *rs = setup(&t, 100, NULL); /* second extent at 0x4000 */
+    mmt_poke32(&t, 0, 0x4000 + 4 + 4, 0x9000); /* myLoc.ofs */
+    expect_error(rs, "extent at file 0 offset 0x4000: myLoc is 0:0x9000");
+    eng_rs_close(rs);
+    mmt_close(&t);
+}
+
+Test(mm_verify, damaged_extent_length_past_the_file)
+{
+    mmt t;
+    eng_rs *rs = setup(&t, 100, NULL);
+    mmt_poke32(&t, 0, 12 + 4, 0x7ff00000); /* the file header's unused.ofs */
+    mmt_poke32(&t, 0, 0x4000 + 156, 0x1000000); /* the second extent's length */
+    expect_error(rs, "extent at file 0 offset 0x4000: length 16777216 runs past");
+    eng_rs_close(rs);
+    mmt_close(&t);
+}
+
+/* Bytes read from a damaged file reach the validate reply escaped, so the
+ * reply stays valid UTF-8 (and printable as JSON). */
+Test(mm_verify, damaged_ns_diagnostic_is_escaped)
+{
+    mmt t;
+    eng_rs *rs = setup(&t, 100, NULL);
+    uint8_t bad[2] = {0xff, 0x01};
+    mmt_poke(&t, 0, 0x4000 + 28 + 3, bad, sizeof bad);
+    eng_validate v;
+    cr_assert_eq(mmt_validate(rs, &v), 1);
+    char *s = mmt_errors(&v);
+    cr_assert_not_null(s, "the errors are not valid UTF-8");
+    cr_assert(strstr(s, "nsDiagnostic is \\\"tes\\\\xff\\\\x01c\\\""), "%s", s);
+    bson_free(s);
+    eng_validate_cleanup(&v);
+    eng_rs_close(rs);
+    mmt_close(&t);
+}

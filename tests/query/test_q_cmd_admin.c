@@ -112,6 +112,43 @@ Test(q_cmd_admin, coll_mod_no_padding)
     }
 }
 
+/* collMod after a reopen (options loaded from the catalog) and with options
+ * too large for an inline bson_t: the options must be replaced by copying,
+ * never by assigning a bson_t (its buffer may point into the struct). */
+Test(q_cmd_admin, coll_mod_after_reopen_and_with_large_options)
+{
+    tdb t;
+    FOR_EACH_ENGINE(t) {
+        T_RUN(&t, "{\"create\": \"c\", \"noPadding\": true}");
+        T_RUN(&t, "{\"create\": \"big\", \"storageEngine\": {\"wiredTiger\": {\"configString\": \"%0150d\"}}}",
+              7);
+        if (t_persistent(&t)) {
+            md_db_close(t.db);
+            t_reopen(&t);
+        }
+        for (int i = 0; i < 2; i++) {
+            bson_t *r = T_OK(&t, "{\"collMod\": \"c\", \"noPadding\": %s}", i ? "true" : "false");
+            cr_assert(t_true(r, "noPadding_old") == !i);
+            bson_destroy(r);
+            T_RUN(&t, "{\"collMod\": \"big\", \"noPadding\": %s}", i ? "false" : "true");
+        }
+        for (int pass = 0; pass < 2; pass++) {
+            bson_t *r = T_OK(&t, "{\"listCollections\": 1, \"filter\": {\"name\": \"big\"}}");
+            cr_assert_eq(t_len(r, "cursor.firstBatch"), 1);
+            cr_assert_eq(strlen(t_str(r, "cursor.firstBatch.0.options.storageEngine.wiredTiger.configString")), 150);
+            cr_assert_not(t_true(r, "cursor.firstBatch.0.options.noPadding"));
+            bson_destroy(r);
+            r = T_OK(&t, "{\"listCollections\": 1, \"filter\": {\"name\": \"c\"}}");
+            cr_assert(t_true(r, "cursor.firstBatch.0.options.noPadding"));
+            bson_destroy(r);
+            if (t_persistent(&t)) {
+                md_db_close(t.db);
+                t_reopen(&t);
+            }
+        }
+    }
+}
+
 /* ---- indexes ------------------------------------------------------------------------ */
 
 Test(q_cmd_admin, create_indexes_over_existing_data)
