@@ -78,6 +78,8 @@ typedef struct eng_rs_options {
     bool capped;
     int64_t capped_size; /* bytes */
     int64_t capped_max;  /* documents, 0 = no limit */
+    const char *block_compressor; /* btree: "none" | "snappy" | "zstd"; NULL =
+                                     the engine's default; others ignore it */
 } eng_rs_options;
 
 typedef struct eng_rs_stats {

@@ -9,10 +9,12 @@
 
 extern const eng_ops mm_engine_ops;
 extern const eng_ops eng_mem_ops;
+extern const eng_ops bt_engine_ops;
 
 static const eng_ops *const engines[] = {
     &mm_engine_ops,
     &eng_mem_ops,
+    &bt_engine_ops,
     NULL,
 };
 

@@ -615,8 +615,9 @@ ENGINE_TEST(rs_remove_and_sizes)
         EQ(s.data_size, live);
     CHECK(s.data_size >= live, "data_size %lld < %lld", (long long)s.data_size,
           (long long)live);
-    CHECK(s.storage_size >= s.data_size, "storage_size %lld < data_size %lld",
-          (long long)s.storage_size, (long long)s.data_size);
+    /* Compressing engines may store less than data_size: only require that
+     * a non-empty store reports some storage. */
+    CHECK(s.storage_size > 0, "storage_size %lld for %d records", (long long)s.storage_size, N);
     int64_t before = s.data_size;
     eng_txn *t = tb();
     for (int i = 0; i < N; i += 3) {

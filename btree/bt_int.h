@@ -1,0 +1,378 @@
+/*
+ * bt_int.h -- private structures and on-disk formats of the btree engine.
+ *
+ * Layers, bottom up:
+ *   bt_block.c     files of 4 KB allocation units, checksummed blocks, extent
+ *                  lists (alloc / avail / discard), best-fit allocation
+ *   bt_compress.c  block compressors (none, snappy, zstd)
+ *   bt_page.c      in-memory pages, reconciliation to disk images and back
+ *   bt_tree.c      search, insert, delete, split, merge, positions, eviction
+ *   bt_ckpt.c      checkpoints, the metadata tree, the turtle file, open
+ *   bt_engine.c    the eng_ops table
+ *   bt_verify.c    the verifier
+ *
+ * ---- File ------------------------------------------------------------------
+ * A file is a sequence of blocks, each a multiple of BT_ALLOC (4096) bytes.
+ * Block 0 is the descriptor:
+ *
+ *   OFFSET SIZE FIELD
+ *   0      4    magic 0x000ad1d0 ("minidoc btree")
+ *   4      2    major version (1)
+ *   6      2    minor version (0)
+ *   8      4    crc32c of bytes [0, 16) with this field zeroed
+ *   12     4    unused
+ *
+ * ---- Block (every page) ----------------------------------------------------
+ * A 28-byte page header, a 12-byte block header, then the page body.  The 40
+ * header bytes are never compressed; the body may be (flags).
+ *
+ *   OFFSET SIZE FIELD
+ *   0      8    recno (unused, 0)
+ *   8      8    write generation
+ *   16     4    mem_size: 40 + uncompressed body length
+ *   20     4    entries (overflow page: value length)
+ *   24     1    type: 5 overflow, 6 internal, 7 leaf
+ *   25     1    compressor of the body: 0 none, 1 snappy, 2 zstd
+ *   26     2    unused
+ *   28     4    disk_size: 40 + stored body length (block padded after it)
+ *   32     4    crc32c of bytes [0, disk_size) with this field zeroed
+ *   36     1    flags (1: checksum covers data)
+ *   37     3    unused
+ *   40     ...  body
+ *
+ * An address (in a parent cell, a metadata entry or the turtle) is 16 bytes:
+ * offset u64, size u32 (allocated, a multiple of 4096), checksum u32.
+ *
+ * ---- Cells (uncompressed body) ---------------------------------------------
+ * Every entry is (key bytes, rid) ordered by eng_key_cmp.  Record stores use
+ * an empty key and rid = RecordId; sorted stores the encoded key and rid;
+ * the metadata tree a string key and rid 0.  Integers are LEB128 varints.
+ *
+ *   leaf cell:     u8 type (0 no value, 1 inline value, 2 overflow value)
+ *                  varint prefix (bytes shared with the previous key)
+ *                  varint suffix length, suffix bytes
+ *                  varint zigzag(rid delta from the previous cell's rid)
+ *                  type 1: varint length, value bytes
+ *                  type 2: 16-byte address, u32 value length
+ *   internal cell: varint key length, key bytes, varint zigzag(rid),
+ *                  16-byte child address
+ *
+ * Worked example: an index leaf holding ("abc", 7) and ("abd", 9):
+ *   00 00 03 61 62 63 0e        type 0, prefix 0, "abc", zigzag(7) = 14
+ *   00 02 01 64 04              type 0, prefix 2, "d", zigzag(9-7) = 4
+ * 12 body bytes after the 40-byte header: mem_size 52, entries 2, type 7.
+ *
+ * ---- Invariants --------------------------------------------------------------
+ * 1. A live block (reachable from the last checkpoint) is never overwritten:
+ *    blocks freed since that checkpoint wait on `discard` until the turtle
+ *    of the next one is written; blocks allocated and freed within one
+ *    checkpoint interval go straight back to `avail`.
+ * 2. reachable ∪ avail ∪ discard tiles [BT_ALLOC, file_size) exactly.
+ * 3. Entries of a page are strictly increasing; a non-root page is never
+ *    empty; an internal entry's key is <= every key below it.
+ * 4. A dirty internal page's address is stale; a clean page's address holds
+ *    its current image.  A page with an in-memory dirty child is not evicted.
+ */
+#ifndef BT_INT_H
+#define BT_INT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "bt.h"
+
+#define BT_ALLOC 4096u
+#define BT_HDR 40u
+#define BT_DESC_MAGIC 0x000ad1d0u
+#define BT_PAGE_OVFL 5
+#define BT_PAGE_INT 6
+#define BT_PAGE_LEAF 7
+#define BT_MAX_DEPTH 32
+
+enum bt_comp_id { BT_COMP_NONE = 0, BT_COMP_SNAPPY = 1, BT_COMP_ZSTD = 2 };
+enum bt_kind { BT_RS = 0, BT_SS = 1, BT_META = 2 };
+
+/* ---- blocks (bt_block.c) -------------------------------------------------- */
+
+typedef struct bt_addr {
+    uint64_t off;  /* 0: none */
+    uint32_t size;
+    uint32_t cksum;
+} bt_addr;
+
+typedef struct bt_ext {
+    uint64_t off, size;
+} bt_ext;
+
+/* A sorted list of non-overlapping extents, merged when adjacent. */
+typedef struct bt_extlist {
+    bt_ext *v;
+    size_t n, cap;
+} bt_extlist;
+
+typedef struct bt_block {
+    int fd;
+    char path[4200];
+    uint64_t file_size; /* allocation end */
+    bt_extlist avail, alloc, discard;
+    int64_t bytes_written, raw_written, disk_written, blocks_written;
+} bt_block;
+
+uint32_t bt_crc32c(uint32_t crc, const void *buf, size_t len);
+int bt_ext_add(bt_extlist *l, uint64_t off, uint64_t size);
+bool bt_ext_remove(bt_extlist *l, uint64_t off, uint64_t size);
+bool bt_ext_overlaps(const bt_extlist *l, uint64_t off, uint64_t size);
+void bt_ext_free(bt_extlist *l);
+int bt_block_create(bt_block *b, const char *path, md_error *err);
+int bt_block_open(bt_block *b, const char *path, uint64_t size, const uint8_t *avail,
+                  size_t avail_len, md_error *err);
+void bt_block_close(bt_block *b);
+int bt_block_write(bt_block *b, uint8_t *img, uint32_t disk_size, bt_addr *out, md_error *err);
+int bt_block_read(bt_block *b, const bt_addr *a, uint8_t **out, md_error *err);
+void bt_block_free(bt_block *b, const bt_addr *a);
+void bt_block_ckpt_done(bt_block *b);
+int bt_block_sync(bt_block *b, md_error *err);
+/* avail ∪ discard as a byte string of (off u64, size u64) pairs; caller frees. */
+uint8_t *bt_block_ckpt_avail(bt_block *b, size_t *len);
+void bt_addr_pack(uint8_t *p, const bt_addr *a);
+void bt_addr_unpack(const uint8_t *p, bt_addr *a);
+
+/* ---- compressors (bt_compress.c) ------------------------------------------ */
+
+typedef struct bt_compressor {
+    const char *name;
+    int id;
+    size_t (*pre_size)(size_t src_len);
+    /* 0, or nonzero when compression failed or did not shrink (store raw) */
+    int (*compress)(const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_cap,
+                    size_t *result_len);
+    int (*decompress)(const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len,
+                      size_t *result_len);
+} bt_compressor;
+
+const bt_compressor *bt_compressor_find(const char *name);
+const bt_compressor *bt_compressor_by_id(int id);
+
+/* ---- pages (bt_page.c) ---------------------------------------------------- */
+
+typedef struct bt_page bt_page;
+
+/* A leaf entry (key, rid) -> value, or an internal entry (key, rid) -> child.
+ * `key` and `val` share one allocation owned by the entry. */
+typedef struct bt_ent {
+    uint8_t *key;
+    uint8_t *val;
+    uint32_t klen, vlen;
+    eng_rid rid;
+    bool has_val;
+    bt_addr addr;   /* internal: child block; leaf: overflow block or 0 */
+    bt_page *child; /* internal: the child in memory or NULL */
+} bt_ent;
+
+struct bt_page {
+    int type; /* BT_PAGE_LEAF or BT_PAGE_INT */
+    bool dirty;
+    bt_ent *e;
+    size_t n, cap;
+    size_t disk_est; /* upper bound of the uncompressed image */
+    size_t mem;      /* bytes charged to the cache */
+    uint64_t read_gen;
+};
+
+typedef struct bt_engine bt_engine;
+
+/* One file: a record store, a sorted store or the metadata tree. */
+typedef struct bt_tree {
+    bt_engine *eng;
+    char ident[ENG_IDENT_MAX];
+    char fname[ENG_IDENT_MAX * 3 + 32];
+    int kind;
+    bool live;
+    bool modified; /* changed since the last checkpoint */
+    int refs;
+    bt_block blk;
+    bt_addr root_addr;
+    bt_page *root;
+    const bt_compressor *comp;
+    uint32_t leaf_max, int_max, ovfl_min;
+    eng_rid next_rid;
+    int64_t count, data_size;
+    int64_t n_inserts, n_updates, bytes_written;
+    int64_t upd_bytes; /* document bytes written by updates */
+    int64_t pages_leaf, pages_int, pages_ovfl; /* blocks written */
+    bool unlink_now; /* an aborted create: its file is in no checkpoint */
+} bt_tree;
+
+bt_page *bt_page_new(int type);
+void bt_page_free(bt_tree *t, bt_page *p);
+int bt_ent_set(bt_ent *en, const uint8_t *key, uint32_t klen, eng_rid rid, const uint8_t *val,
+               uint32_t vlen, bool has_val);
+size_t bt_ent_disk(const bt_page *p, const bt_ent *en, uint32_t ovfl_min);
+size_t bt_ent_mem(const bt_ent *en);
+size_t bt_cell_size(const bt_tree *t, const bt_page *p, size_t i);
+int bt_page_insert_at(bt_tree *t, bt_page *p, size_t i, bt_ent *en);
+void bt_page_remove_at(bt_tree *t, bt_page *p, size_t i);
+void bt_page_charge(bt_tree *t, bt_page *p, long delta);
+int bt_page_read(bt_tree *t, const bt_addr *a, bt_page **out, md_error *err);
+int bt_page_write(bt_tree *t, bt_page *p, bt_addr *addr, md_error *err);
+
+/* ---- trees (bt_tree.c) ---------------------------------------------------- */
+
+/* A position: the path from the root to a leaf slot. */
+typedef struct bt_pos {
+    int depth;
+    bt_page *pg[BT_MAX_DEPTH];
+    size_t slot[BT_MAX_DEPTH];
+} bt_pos;
+
+int bt_tree_init_empty(bt_tree *t);
+int bt_child(bt_tree *t, bt_ent *en, bt_page **out, md_error *err);
+int bt_search(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, bt_pos *pos,
+              bool *exact, md_error *err);
+int bt_pos_normalize(bt_tree *t, bt_pos *pos, md_error *err);
+int bt_pos_next(bt_tree *t, bt_pos *pos, md_error *err);
+int bt_pos_prev(bt_tree *t, bt_pos *pos, md_error *err);
+int bt_pos_last(bt_tree *t, bt_pos *pos, md_error *err);
+bt_ent *bt_pos_ent(bt_pos *pos);
+int bt_put(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, const uint8_t *val,
+           uint32_t vlen, bool has_val, bool *replaced, md_error *err);
+int bt_del(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, md_error *err);
+int bt_get(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, bt_ent **out,
+           md_error *err);
+int bt_reconcile_tree(bt_tree *t, md_error *err);
+void bt_tree_free_pages(bt_tree *t);
+int bt_evict(bt_engine *e, size_t target);
+
+/* ---- the engine (bt_engine.c, bt_ckpt.c) ---------------------------------- */
+
+enum { U_PUT, U_CREATE, U_DROP };
+
+typedef struct bt_undo {
+    bt_tree *t;
+    int kind; /* U_PUT (restore old or delete), U_CREATE, U_DROP, U_COUNTERS */
+    uint8_t *key;
+    uint32_t klen;
+    eng_rid rid;
+    uint8_t *old;
+    uint32_t olen;
+    bool had_old, oval;
+    int64_t d_ins, d_upd, d_bytes;
+} bt_undo;
+
+typedef struct bt_txn {
+    eng_txn hdr;
+    bt_undo *u;
+    size_t n, cap;
+} bt_txn;
+
+struct bt_engine {
+    eng_engine hdr;
+    char dir[4096];
+    char db_name[128];
+    int lock_fd;
+    bt_tree *meta;
+    bt_tree **trees; /* live and dropped */
+    size_t ntrees, captrees;
+    char **unlink_after; /* files of committed drops, removed after a checkpoint */
+    size_t nunlink;
+    bt_txn *txn;
+    const bt_compressor *default_comp;
+    size_t cache_max, cache_bytes, dirty_bytes;
+    uint64_t gen;      /* bumped on every structural change */
+    uint64_t read_gen; /* access clock */
+    uint64_t next_file_id;
+    int64_t checkpoints, evictions;
+    int ckpt_interval;
+    double last_ckpt;
+    bool ckpt_pending;
+    int crash_point;
+    bool crashed;
+    md_error last_err;
+};
+
+/* A handle on a record or sorted store. */
+typedef struct bt_handle {
+    union {
+        eng_rs rs;
+        eng_ss ss;
+    } h;
+    bt_tree *t;
+} bt_handle;
+
+#define BT_ENG(h) ((bt_engine *)(h)->engine)
+#define BT_TREE(h) (((bt_handle *)(h))->t)
+
+bt_tree *bt_find_tree(bt_engine *e, const char *ident);
+int bt_cache_check(bt_engine *e);
+int bt_txn_check(bt_engine *e, eng_txn *t, md_error *err);
+int bt_logged(bt_engine *e, bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid,
+              const uint8_t *val, uint32_t vlen, bool has_val, bool del, md_error *err);
+void bt_undo_counters(bt_engine *e, int64_t ins, int64_t upd, int64_t bytes);
+int bt_obj_create(bt_engine *e, eng_txn *t, const char *ident, int kind,
+                  const char *compressor, md_error *err);
+int bt_obj_drop(bt_engine *e, eng_txn *t, const char *ident, int kind);
+int bt_obj_open(bt_engine *e, const char *ident, int kind, bt_handle **out, md_error *err);
+void bt_obj_close(bt_handle *h);
+int bt_obj_truncate(bt_engine *e, bt_tree *t, eng_txn *txn);
+int64_t bt_file_size(bt_tree *t);
+int bt_verify_tree(bt_tree *t, eng_validate *v);
+
+/* bt_store.c: record and sorted stores, their cursors */
+int bt_rs_create(eng_engine *e, eng_txn *t, const char *ident, const eng_rs_options *o,
+                 md_error *err);
+int bt_rs_open(eng_engine *e, const char *ident, eng_rs **out, md_error *err);
+void bt_rs_close(eng_rs *rs);
+int bt_rs_drop(eng_engine *e, eng_txn *t, const char *ident);
+int bt_rs_insert(eng_rs *rs, eng_txn *t, const uint8_t *data, uint32_t len, eng_rid *out,
+                 md_error *err);
+int bt_rs_get(eng_rs *rs, eng_rid rid, const uint8_t **data, uint32_t *len);
+int bt_rs_update(eng_rs *rs, eng_txn *t, eng_rid rid, const uint8_t *data, uint32_t len,
+                 eng_rid *new_rid, bool *moved, md_error *err);
+int bt_rs_remove(eng_rs *rs, eng_txn *t, eng_rid rid);
+int bt_rs_truncate(eng_rs *rs, eng_txn *t);
+int bt_rs_set_alloc(eng_rs *rs, eng_txn *t, int alloc);
+void bt_rs_stats(eng_rs *rs, struct eng_rs_stats *s);
+void bt_rs_append_stats(eng_rs *rs, bson_t *sub);
+int bt_rs_validate(eng_rs *rs, eng_validate *v);
+int bt_rs_cursor_open(eng_rs *rs, bool forward, eng_rs_cursor **out);
+int bt_rs_cursor_next(eng_rs_cursor *c, eng_rid *rid, const uint8_t **data, uint32_t *len);
+void bt_rs_cursor_save(eng_rs_cursor *c);
+int bt_rs_cursor_restore(eng_rs_cursor *c);
+void bt_rs_cursor_close(eng_rs_cursor *c);
+int bt_ss_create(eng_engine *e, eng_txn *t, const char *ident, md_error *err);
+int bt_ss_open(eng_engine *e, const char *ident, eng_ss **out, md_error *err);
+void bt_ss_close(eng_ss *ss);
+int bt_ss_drop(eng_engine *e, eng_txn *t, const char *ident);
+int bt_ss_insert(eng_ss *ss, eng_txn *t, const uint8_t *key, uint32_t klen, eng_rid rid,
+                 bool unique, eng_rid *dup_rid, md_error *err);
+int bt_ss_remove(eng_ss *ss, eng_txn *t, const uint8_t *key, uint32_t klen, eng_rid rid);
+int bt_ss_truncate(eng_ss *ss, eng_txn *t);
+int64_t bt_ss_size(eng_ss *ss);
+int64_t bt_ss_entries(eng_ss *ss);
+int bt_ss_validate(eng_ss *ss, eng_validate *v);
+int bt_ss_cursor_open(eng_ss *ss, eng_ss_cursor **out);
+int bt_ss_cursor_seek(eng_ss_cursor *c, const uint8_t *key, uint32_t klen, eng_rid rid);
+int bt_ss_cursor_next(eng_ss_cursor *c);
+int bt_ss_cursor_prev(eng_ss_cursor *c);
+int bt_ss_cursor_get(eng_ss_cursor *c, const uint8_t **key, uint32_t *klen, eng_rid *rid);
+void bt_ss_cursor_save(eng_ss_cursor *c);
+int bt_ss_cursor_restore(eng_ss_cursor *c);
+void bt_ss_cursor_close(eng_ss_cursor *c);
+
+int bt_ckpt_open(bt_engine *e, md_error *err);
+int bt_checkpoint(bt_engine *e, md_error *err);
+int bt_tree_new(bt_engine *e, const char *ident, int kind, const bt_compressor *comp,
+                bt_tree **out, md_error *err);
+void bt_tree_destroy(bt_tree *t);
+int bt_meta_key(char *buf, size_t cap, const char *prefix, const char *key);
+double bt_now(void);
+
+/* Errors */
+int bt_io_error(md_error *err, const char *what, const char *path);
+int bt_nomem(md_error *err);
+
+/* Varints */
+size_t bt_vpack(uint8_t *p, uint64_t v);
+int bt_vunpack(const uint8_t **p, const uint8_t *end, uint64_t *v);
+
+#endif /* BT_INT_H */

@@ -1,0 +1,478 @@
+/*
+ * bt_tree.c -- the B+tree: search, insert, delete, split, merge of emptied
+ * pages, positions (cursor paths), reconciliation of a whole tree and
+ * eviction.
+ *
+ * Entries are (key, rid) pairs ordered by eng_key_cmp.  An internal page's
+ * slot i covers keys >= its entry's key and < the next entry's key; slot 0
+ * covers everything below slot 1 (its key is ignored by searches).
+ *
+ *        [ -inf | k5 | k9 ]          internal: children by slot
+ *         /       |      \
+ *   [k1 k3]   [k5 k7]   [k9 k11]     leaves: (key, rid) -> value
+ *
+ * A leaf larger than its page maximum splits in two (at 90% of the bytes
+ * when the insert was an append, else in the middle) and the new right page
+ * is linked into the parent, which may split in turn; a root split grows the
+ * tree.  A leaf emptied by deletes is unlinked from its parent and its
+ * block freed; a root left with one child is replaced by it.
+ *
+ * Positions (bt_pos) hold page pointers: they are valid until the tree's
+ * engine generation changes (any write, split, eviction).  Cursors keep the
+ * key and re-seek after that.
+ */
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bt_int.h"
+
+static void set_dirty(bt_tree *t, bt_page *p)
+{
+    if (!p->dirty) {
+        p->dirty = true;
+        t->eng->dirty_bytes += p->mem;
+    }
+    t->modified = true;
+}
+
+int bt_tree_init_empty(bt_tree *t)
+{
+    t->root = bt_page_new(BT_PAGE_LEAF);
+    if (!t->root)
+        return MD_ENOMEM;
+    set_dirty(t, t->root);
+    return 0;
+}
+
+static int tree_root(bt_tree *t, bt_page **out, md_error *err)
+{
+    if (!t->root) {
+        int rc = bt_page_read(t, &t->root_addr, &t->root, err);
+        if (rc)
+            return rc;
+    }
+    t->root->read_gen = ++t->eng->read_gen;
+    *out = t->root;
+    return 0;
+}
+
+int bt_child(bt_tree *t, bt_ent *en, bt_page **out, md_error *err)
+{
+    if (!en->child) {
+        int rc = bt_page_read(t, &en->addr, &en->child, err);
+        if (rc)
+            return rc;
+    }
+    en->child->read_gen = ++t->eng->read_gen;
+    *out = en->child;
+    return 0;
+}
+
+static int ent_cmp(const bt_ent *en, const uint8_t *key, uint32_t klen, eng_rid rid)
+{
+    return eng_key_cmp(en->key, en->klen, en->rid, key, klen, rid);
+}
+
+/* First slot >= key (leaf), or the child slot covering key (internal). */
+static size_t page_find(const bt_page *p, const uint8_t *key, uint32_t klen, eng_rid rid)
+{
+    size_t lo = p->type == BT_PAGE_INT ? 1 : 0, hi = p->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = ent_cmp(&p->e[mid], key, klen, rid);
+        if (c < 0 || (c == 0 && p->type == BT_PAGE_INT))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return p->type == BT_PAGE_INT ? lo - 1 : lo;
+}
+
+int bt_search(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, bt_pos *pos,
+              bool *exact, md_error *err)
+{
+    bt_page *p;
+    int rc = tree_root(t, &p, err);
+    if (rc)
+        return rc;
+    pos->depth = 0;
+    for (;;) {
+        if (pos->depth >= BT_MAX_DEPTH)
+            return ENG_CORRUPT(err, "btree: %s: tree too deep", t->blk.path);
+        size_t s = page_find(p, key, klen, rid);
+        pos->pg[pos->depth] = p;
+        pos->slot[pos->depth++] = s;
+        if (p->type == BT_PAGE_LEAF)
+            break;
+        if ((rc = bt_child(t, &p->e[s], &p, err)) != 0)
+            return rc;
+    }
+    if (exact)
+        *exact = pos->slot[pos->depth - 1] < p->n &&
+                 ent_cmp(&p->e[pos->slot[pos->depth - 1]], key, klen, rid) == 0;
+    return 0;
+}
+
+bt_ent *bt_pos_ent(bt_pos *pos)
+{
+    bt_page *p = pos->pg[pos->depth - 1];
+    size_t s = pos->slot[pos->depth - 1];
+    return s < p->n ? &p->e[s] : NULL;
+}
+
+/* Descend from level d (slot already set) to a leaf, leftmost or rightmost. */
+static int descend(bt_tree *t, bt_pos *pos, int d, bool right, md_error *err)
+{
+    while (pos->pg[d]->type == BT_PAGE_INT) {
+        bt_page *c;
+        int rc = bt_child(t, &pos->pg[d]->e[pos->slot[d]], &c, err);
+        if (rc)
+            return rc;
+        if (++d >= BT_MAX_DEPTH)
+            return ENG_CORRUPT(err, "btree: %s: tree too deep", t->blk.path);
+        pos->pg[d] = c;
+        pos->slot[d] = right && c->n ? c->n - 1 : 0;
+        pos->depth = d + 1;
+    }
+    return 0;
+}
+
+/* If the leaf slot is past the leaf's end, move to the next leaf's first
+ * entry; MD_NOTFOUND (position unchanged) at the end of the tree. */
+int bt_pos_normalize(bt_tree *t, bt_pos *pos, md_error *err)
+{
+    int d = pos->depth - 1;
+    if (pos->slot[d] < pos->pg[d]->n)
+        return 0;
+    while (--d >= 0 && pos->slot[d] + 1 >= pos->pg[d]->n)
+        ;
+    if (d < 0)
+        return MD_NOTFOUND;
+    pos->slot[d]++;
+    return descend(t, pos, d, false, err);
+}
+
+int bt_pos_next(bt_tree *t, bt_pos *pos, md_error *err)
+{
+    pos->slot[pos->depth - 1]++;
+    int rc = bt_pos_normalize(t, pos, err);
+    if (rc == MD_NOTFOUND) /* rest past the end of the last leaf */
+        pos->slot[pos->depth - 1] = pos->pg[pos->depth - 1]->n;
+    return rc;
+}
+
+int bt_pos_prev(bt_tree *t, bt_pos *pos, md_error *err)
+{
+    int d = pos->depth - 1;
+    if (pos->slot[d] > 0) {
+        pos->slot[d]--;
+        return 0;
+    }
+    while (--d >= 0 && pos->slot[d] == 0)
+        ;
+    if (d < 0)
+        return MD_NOTFOUND;
+    pos->slot[d]--;
+    return descend(t, pos, d, true, err);
+}
+
+/* The last entry of the tree. */
+int bt_pos_last(bt_tree *t, bt_pos *pos, md_error *err)
+{
+    bt_page *p;
+    int rc = tree_root(t, &p, err);
+    if (rc)
+        return rc;
+    pos->pg[0] = p;
+    pos->slot[0] = p->n ? p->n - 1 : 0;
+    pos->depth = 1;
+    if ((rc = descend(t, pos, 0, true, err)) != 0)
+        return rc;
+    return pos->pg[pos->depth - 1]->n ? 0 : MD_NOTFOUND;
+}
+
+int bt_get(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, bt_ent **out,
+           md_error *err)
+{
+    bt_pos pos;
+    bool exact;
+    int rc = bt_search(t, key, klen, rid, &pos, &exact, err);
+    if (rc)
+        return rc;
+    if (!exact)
+        return MD_NOTFOUND;
+    *out = bt_pos_ent(&pos);
+    return 0;
+}
+
+/* ---- split ------------------------------------------------------------------ */
+
+/* Move p's entries [k, n) to a new page. */
+static bt_page *page_split_off(bt_tree *t, bt_page *p, size_t k)
+{
+    bt_page *r = bt_page_new(p->type);
+    if (!r || !(r->e = malloc((p->n - k + 16) * sizeof *r->e))) {
+        free(r);
+        return NULL;
+    }
+    r->cap = p->n - k + 16;
+    size_t moved_disk = 0, moved_mem = 0;
+    for (size_t i = k; i < p->n; i++) {
+        moved_disk += bt_ent_disk(p, &p->e[i], t->ovfl_min);
+        moved_mem += bt_ent_mem(&p->e[i]);
+    }
+    memcpy(r->e, &p->e[k], (p->n - k) * sizeof *r->e);
+    r->n = p->n - k;
+    p->n = k;
+    p->disk_est -= moved_disk;
+    r->disk_est += moved_disk;
+    bt_page_charge(t, p, -(long)moved_mem);
+    set_dirty(t, r);
+    bt_page_charge(t, r, (long)moved_mem);
+    set_dirty(t, p);
+    return r;
+}
+
+/* The exact image size of a page (disk_est is an upper bound that ignores
+ * prefix compression). */
+static size_t page_size(bt_tree *t, bt_page *p)
+{
+    size_t n = BT_HDR;
+    for (size_t i = 0; i < p->n; i++)
+        n += bt_cell_size(t, p, i);
+    return n;
+}
+
+/* Where to split: 90% of the bytes after an append, else half. */
+static size_t split_point(bt_tree *t, bt_page *p, bool append)
+{
+    size_t want = (page_size(t, p) - BT_HDR) * (append ? 9 : 5) / 10, acc = 0, k = 0;
+    while (k < p->n && acc < want)
+        acc += bt_cell_size(t, p, k++);
+    if (k == 0)
+        k = 1;
+    if (k >= p->n)
+        k = p->n - 1;
+    return k;
+}
+
+/* Split pos->pg[d] and link the new page into its parent (or a new root). */
+static int split(bt_tree *t, bt_pos *pos, int d, md_error *err)
+{
+    bt_page *p = pos->pg[d];
+    bool append = pos->slot[d] + 1 >= p->n;
+    bt_page *r = page_split_off(t, p, split_point(t, p, append));
+    bt_ent sep;
+    if (!r)
+        return bt_nomem(err);
+    if (bt_ent_set(&sep, r->e[0].key, r->e[0].klen, r->e[0].rid, NULL, 0, false))
+        goto nomem;
+    sep.child = r;
+    if (d == 0) {
+        bt_page *root = bt_page_new(BT_PAGE_INT);
+        bt_ent left;
+        if (!root || bt_ent_set(&left, NULL, 0, 0, NULL, 0, false)) {
+            free(root);
+            free(sep.key);
+            goto nomem;
+        }
+        left.child = p;
+        left.addr = t->root_addr;
+        t->root_addr = (bt_addr){0};
+        set_dirty(t, root);
+        bt_page_insert_at(t, root, 0, &left);
+        bt_page_insert_at(t, root, 1, &sep);
+        t->root = root;
+        return 0;
+    }
+    bt_page *parent = pos->pg[d - 1];
+    if (bt_page_insert_at(t, parent, pos->slot[d - 1] + 1, &sep)) {
+        free(sep.key);
+        goto nomem;
+    }
+    set_dirty(t, parent);
+    if (parent->disk_est > t->int_max && parent->n >= 4)
+        return split(t, pos, d - 1, err);
+    return 0;
+nomem:
+    /* put the entries back so that nothing is lost */
+    for (size_t i = 0; i < r->n; i++)
+        bt_page_insert_at(t, p, p->n, &r->e[i]);
+    bt_page_charge(t, r, -(long)r->mem);
+    free(r->e);
+    free(r);
+    return bt_nomem(err);
+}
+
+/* ---- insert, update, delete ------------------------------------------------- */
+
+int bt_put(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, const uint8_t *val,
+           uint32_t vlen, bool has_val, bool *replaced, md_error *err)
+{
+    bt_pos pos;
+    bool exact;
+    bt_ent en;
+    int rc = bt_search(t, key, klen, rid, &pos, &exact, err);
+    if (rc)
+        return rc;
+    if (bt_ent_set(&en, key, klen, rid, val, vlen, has_val))
+        return bt_nomem(err);
+    t->eng->gen++;
+    bt_page *leaf = pos.pg[pos.depth - 1];
+    size_t s = pos.slot[pos.depth - 1];
+    if (replaced)
+        *replaced = exact;
+    if (exact) {
+        bt_block_free(&t->blk, &leaf->e[s].addr); /* the old overflow value */
+        bt_page_remove_at(t, leaf, s);
+    }
+    if (bt_page_insert_at(t, leaf, s, &en)) {
+        free(en.key);
+        return bt_nomem(err);
+    }
+    set_dirty(t, leaf);
+    if (leaf->disk_est > t->leaf_max && leaf->n >= 2 && page_size(t, leaf) > t->leaf_max)
+        return split(t, &pos, pos.depth - 1, err);
+    return 0;
+}
+
+/* Unlink the empty page at level d from its parent, and so on upwards;
+ * then shrink a root with a single child. */
+static int unlink_empty(bt_tree *t, bt_pos *pos, int d, md_error *err)
+{
+    while (d > 0 && pos->pg[d]->n == 0) {
+        bt_page *parent = pos->pg[d - 1];
+        bt_ent *en = &parent->e[pos->slot[d - 1]];
+        bt_block_free(&t->blk, &en->addr);
+        bt_page_free(t, en->child);
+        bt_page_remove_at(t, parent, pos->slot[d - 1]);
+        set_dirty(t, parent);
+        d--;
+    }
+    while (t->root->type == BT_PAGE_INT && t->root->n == 1) {
+        bt_page *old = t->root, *child;
+        int rc = bt_child(t, &old->e[0], &child, err);
+        if (rc)
+            return rc;
+        bt_block_free(&t->blk, &t->root_addr);
+        t->root_addr = old->e[0].addr;
+        old->e[0].child = NULL;
+        bt_page_free(t, old);
+        t->root = child;
+        t->modified = true;
+    }
+    return 0;
+}
+
+int bt_del(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, md_error *err)
+{
+    bt_pos pos;
+    bool exact;
+    int rc = bt_search(t, key, klen, rid, &pos, &exact, err);
+    if (rc)
+        return rc;
+    if (!exact)
+        return MD_NOTFOUND;
+    t->eng->gen++;
+    int d = pos.depth - 1;
+    bt_page *leaf = pos.pg[d];
+    bt_block_free(&t->blk, &leaf->e[pos.slot[d]].addr);
+    bt_page_remove_at(t, leaf, pos.slot[d]);
+    set_dirty(t, leaf);
+    if (leaf->n == 0)
+        return unlink_empty(t, &pos, d, err);
+    return 0;
+}
+
+/* ---- reconciliation and eviction -------------------------------------------- */
+
+/* Write the dirty pages under p bottom-up; *written says whether p got a
+ * new block (its parent is then dirty). */
+static int reconcile(bt_tree *t, bt_page *p, bt_addr *addr, bool *written, md_error *err)
+{
+    int rc;
+    *written = false;
+    for (size_t i = 0; p->type == BT_PAGE_INT && i < p->n; i++) {
+        bool w;
+        if (p->e[i].child &&
+            (rc = reconcile(t, p->e[i].child, &p->e[i].addr, &w, err)) != 0)
+            return rc;
+        if (p->e[i].child && w)
+            set_dirty(t, p);
+    }
+    if (!p->dirty && addr->off)
+        return 0;
+    if ((rc = bt_page_write(t, p, addr, err)) != 0)
+        return rc;
+    *written = true;
+    return 0;
+}
+
+int bt_reconcile_tree(bt_tree *t, md_error *err)
+{
+    bool w;
+    if (!t->root)
+        return 0;
+    return reconcile(t, t->root, &t->root_addr, &w, err);
+}
+
+void bt_tree_free_pages(bt_tree *t)
+{
+    bt_page_free(t, t->root);
+    t->root = NULL;
+}
+
+static bool has_children(const bt_page *p)
+{
+    for (size_t i = 0; p->type == BT_PAGE_INT && i < p->n; i++)
+        if (p->e[i].child)
+            return true;
+    return false;
+}
+
+/* Evict children of p bottom-up until the cache is at `target`; dirty pages
+ * only when `dirty_ok` (they are reconciled to new blocks first). */
+static int evict_walk(bt_tree *t, bt_page *p, size_t target, bool dirty_ok, md_error *err)
+{
+    for (size_t i = 0; i < p->n && t->eng->cache_bytes > target; i++) {
+        bt_ent *en = &p->e[i];
+        bt_page *c = en->child;
+        if (!c)
+            continue;
+        int rc = c->type == BT_PAGE_INT ? evict_walk(t, c, target, dirty_ok, err) : 0;
+        if (rc)
+            return rc;
+        if (has_children(c) || (c->dirty && !dirty_ok))
+            continue;
+        if (c->dirty) {
+            if ((rc = bt_page_write(t, c, &en->addr, err)) != 0)
+                return rc;
+            set_dirty(t, p);
+        }
+        bt_page_free(t, c);
+        en->child = NULL;
+        t->eng->evictions++;
+        t->eng->gen++;
+    }
+    return 0;
+}
+
+/* Bring the cache down to `target` bytes: clean pages first, then dirty. */
+int bt_evict(bt_engine *e, size_t target)
+{
+    md_error err;
+    for (int pass = 0; pass < 2 && e->cache_bytes > target; pass++) {
+        for (size_t i = 0; i <= e->ntrees && e->cache_bytes > target; i++) {
+            bt_tree *t = i < e->ntrees ? e->trees[i] : e->meta;
+            if (!t->root || t->root->type != BT_PAGE_INT)
+                continue;
+            int rc = evict_walk(t, t->root, target, pass == 1, &err);
+            if (rc) {
+                e->last_err = err;
+                return rc;
+            }
+        }
+    }
+    return 0;
+}

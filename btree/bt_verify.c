@@ -1,0 +1,167 @@
+/*
+ * bt_verify.c -- the verifier: walks a whole tree (reading pages that are
+ * not in memory without keeping them) and checks
+ *
+ *   - key order: within pages, against the parent's bounds, across leaves;
+ *   - no empty page below the root;
+ *   - count and data size against the tree's counters;
+ *   - checksums: every reachable block is read back and checked;
+ *   - blocks: every reachable block (pages and overflow values) is
+ *     reachable exactly once, none overlaps the avail or discard extents,
+ *     and reachable ∪ avail ∪ discard tiles the file (invariant 2).
+ *
+ * Problems are reported with eng_validate_error(); a checksum mismatch is
+ * reported naming the file and offset, never a crash.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bt_int.h"
+
+typedef struct vctx {
+    bt_tree *t;
+    eng_validate *v;
+    bt_extlist used;
+    bool have_prev;
+    uint8_t *prev;
+    uint32_t plen;
+    eng_rid prid;
+    int64_t count, data;
+} vctx;
+
+static void use_block(vctx *x, const bt_addr *a)
+{
+    uint8_t *img;
+    md_error err;
+    if (!a->off)
+        return;
+    if (bt_ext_overlaps(&x->used, a->off, a->size)) {
+        eng_validate_error(x->v, "%s: block at %llu is reachable twice", x->t->blk.path,
+                           (unsigned long long)a->off);
+        return;
+    }
+    bt_ext_add(&x->used, a->off, a->size);
+    if (bt_ext_overlaps(&x->t->blk.avail, a->off, a->size) ||
+        bt_ext_overlaps(&x->t->blk.discard, a->off, a->size))
+        eng_validate_error(x->v, "%s: block at %llu is in use and free", x->t->blk.path,
+                           (unsigned long long)a->off);
+    if (bt_block_read(&x->t->blk, a, &img, &err) != 0)
+        eng_validate_error(x->v, "%s", err.message);
+    else
+        free(img);
+}
+
+static void check_leaf_order(vctx *x, const bt_ent *en)
+{
+    if (x->have_prev &&
+        eng_key_cmp(x->prev, x->plen, x->prid, en->key, en->klen, en->rid) >= 0)
+        eng_validate_error(x->v, "%s: keys out of order at rid %lld", x->t->ident,
+                           (long long)en->rid);
+    free(x->prev);
+    x->prev = malloc(en->klen + 1);
+    if (x->prev)
+        memcpy(x->prev, en->key, en->klen);
+    x->plen = en->klen;
+    x->prid = en->rid;
+    x->have_prev = x->prev != NULL;
+}
+
+static void verify_page(vctx *x, bt_page *p, const bt_ent *lo, const bt_ent *hi, bool root);
+
+static void verify_child(vctx *x, bt_page *p, size_t i, const bt_ent *lo, const bt_ent *hi)
+{
+    bt_ent *en = &p->e[i];
+    bt_page *c = en->child;
+    md_error err;
+    if (en->addr.off && !(c && c->dirty))
+        use_block(x, &en->addr);
+    else if (en->addr.off)
+        use_block(x, &en->addr); /* the stale image is still allocated */
+    if (!c && bt_page_read(x->t, &en->addr, &c, &err) != 0) {
+        eng_validate_error(x->v, "%s", err.message);
+        return;
+    }
+    verify_page(x, c, i ? en : lo, i + 1 < p->n ? &p->e[i + 1] : hi, false);
+    if (!en->child)
+        bt_page_free(x->t, c);
+}
+
+static void verify_page(vctx *x, bt_page *p, const bt_ent *lo, const bt_ent *hi, bool root)
+{
+    if (!root && p->n == 0)
+        eng_validate_error(x->v, "%s: empty non-root page", x->t->ident);
+    for (size_t i = 0; i < p->n; i++) {
+        bt_ent *en = &p->e[i];
+        bool skip = p->type == BT_PAGE_INT && i == 0;
+        if (!skip && lo && eng_key_cmp(en->key, en->klen, en->rid, lo->key, lo->klen,
+                                       lo->rid) < 0)
+            eng_validate_error(x->v, "%s: key below its parent's bound", x->t->ident);
+        if (hi && eng_key_cmp(en->key, en->klen, en->rid, hi->key, hi->klen, hi->rid) >= 0)
+            eng_validate_error(x->v, "%s: key above its parent's bound", x->t->ident);
+        if (i > 1 && eng_key_cmp(p->e[i - 1].key, p->e[i - 1].klen, p->e[i - 1].rid, en->key,
+                                 en->klen, en->rid) >= 0)
+            eng_validate_error(x->v, "%s: page entries out of order", x->t->ident);
+        if (p->type == BT_PAGE_INT) {
+            verify_child(x, p, i, lo, hi);
+            continue;
+        }
+        check_leaf_order(x, en);
+        if (en->addr.off)
+            use_block(x, &en->addr);
+        x->count++;
+        x->data += x->t->kind == BT_RS ? en->vlen : en->klen + 8;
+    }
+}
+
+static void verify_tiling(vctx *x)
+{
+    bt_block *b = &x->t->blk;
+    uint64_t total = 0;
+    for (size_t i = 0; i < x->used.n; i++)
+        total += x->used.v[i].size;
+    for (size_t i = 0; i < b->avail.n; i++) {
+        total += b->avail.v[i].size;
+        if (bt_ext_overlaps(&b->discard, b->avail.v[i].off, b->avail.v[i].size))
+            eng_validate_error(x->v, "%s: avail and discard overlap", b->path);
+    }
+    for (size_t i = 0; i < b->discard.n; i++)
+        total += b->discard.v[i].size;
+    if (total != b->file_size - BT_ALLOC)
+        eng_validate_error(x->v, "%s: blocks cover %llu bytes of %llu", b->path,
+                           (unsigned long long)total,
+                           (unsigned long long)(b->file_size - BT_ALLOC));
+}
+
+int bt_verify_tree(bt_tree *t, eng_validate *v)
+{
+    vctx x = {.t = t, .v = v};
+    int before = v->nerrors;
+    bt_page *root = t->root;
+    md_error err;
+    use_block(&x, &t->root_addr);
+    if (!root && bt_page_read(t, &t->root_addr, &root, &err) != 0) {
+        eng_validate_error(v, "%s", err.message);
+    } else {
+        verify_page(&x, root, NULL, NULL, true);
+        if (!t->root)
+            bt_page_free(t, root);
+        if (x.count != t->count || (t->kind == BT_RS && x.data != t->data_size))
+            eng_validate_error(v, "%s: %lld entries of %lld bytes, counters say %lld and %lld",
+                               t->ident, (long long)x.count, (long long)x.data,
+                               (long long)t->count, (long long)t->data_size);
+        verify_tiling(&x);
+    }
+    free(x.prev);
+    bt_ext_free(&x.used);
+    return v->nerrors - before;
+}
+
+int bt_verify_engine(eng_engine *eh, eng_validate *v)
+{
+    bt_engine *e = (bt_engine *)eh;
+    int n = 0;
+    for (size_t i = 0; i < e->ntrees; i++)
+        if (e->trees[i]->live)
+            n += bt_verify_tree(e->trees[i], v);
+    return n;
+}
