@@ -18,11 +18,11 @@ MODE      ?= default
 SANITIZER ?=
 BUILD     ?= build
 
-PKGS      := libbson-1.0 libzstd snappy lmdb
+PKGS      := libbson-1.0 libzstd snappy lmdb libpcre2-8
 CPPFLAGS  += -D_GNU_SOURCE -Iinclude -Iengine -Immapv1 -Ibtree -Iquery
 CPPFLAGS  += $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 CFLAGS    += -std=c11 -Wall -Wextra -Wshadow -Wno-unused-parameter -g -pthread
-LDLIBS    += $(shell pkg-config --libs libbson-1.0 libzstd snappy 2>/dev/null) -lm -lpthread
+LDLIBS    += $(shell pkg-config --libs libbson-1.0 libzstd snappy libpcre2-8 2>/dev/null) -lm -lpthread
 
 ifeq ($(MODE),debug)
   CFLAGS += -O0

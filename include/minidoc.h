@@ -136,12 +136,15 @@ typedef struct md_db md_db;
  * Open (creating if needed) the database in directory `path`.
  *
  * `opts` may be NULL.  Recognised fields:
- *   engine        "mmapv1"                       (default "mmapv1")
+ *   engine        "mmapv1", "btree" or "ephemeralForTest" (in memory,
+ *                 for tests)                     (default "mmapv1")
  *   dbName        database name, used in file names and "ns" (default "test")
  *   create        bool, create the directory and files if missing (true)
  *   smallFiles    bool, data file sizes divided by 4 (mmapv1)
  *   mmapv1        {firstFileSize: bytes, nsSize: bytes,
  *                  debugRemapOnGrow: bool}      test knobs (mmapv1)
+ *   btree         {cacheSizeMB, blockCompressor: "snappy"|"zstd"|"none",
+ *                  checkpointIntervalSecs}       (btree; see btree/bt.h)
  *
  * Only one process may open a directory at a time: a second one gets
  * MD_EBUSY with code DBPathInUse (98).

@@ -302,45 +302,41 @@ static int update_cmd(md_collection *coll, const bson_t *q, const bson_t *u, boo
     return run_write(coll, &cmd, W_UPDATE, reply, err);
 }
 
+/* update_one/update_many need operators and replace_one forbids them, as
+ * libmongoc checks before sending the command. */
+static int checked_update(md_collection *coll, const bson_t *q, const bson_t *u,
+                          bool replace, bool multi, const bson_t *opts, bson_t *reply,
+                          md_error *err)
+{
+    md_error_clear(err);
+    if (has_operator(u) == replace) {
+        if (reply)
+            bson_init(reply);
+        return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE, "%s",
+                     replace ? "Invalid key: replacement document must not contain $ operators"
+                             : "Invalid key: update only works with $ operators");
+    }
+    return update_cmd(coll, q, u, multi, opts, reply, err);
+}
+
 int md_collection_update_one(md_collection *coll, const bson_t *selector, const bson_t *update,
                              const bson_t *opts, bson_t *reply, md_error *err)
 {
-    md_error_clear(err);
-    if (!has_operator(update)) {
-        if (reply)
-            bson_init(reply);
-        return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE,
-                     "Invalid key: update only works with $ operators");
-    }
-    return update_cmd(coll, selector, update, false, opts, reply, err);
+    return checked_update(coll, selector, update, false, false, opts, reply, err);
 }
 
 int md_collection_update_many(md_collection *coll, const bson_t *selector,
                               const bson_t *update, const bson_t *opts, bson_t *reply,
                               md_error *err)
 {
-    md_error_clear(err);
-    if (!has_operator(update)) {
-        if (reply)
-            bson_init(reply);
-        return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE,
-                     "Invalid key: update only works with $ operators");
-    }
-    return update_cmd(coll, selector, update, true, opts, reply, err);
+    return checked_update(coll, selector, update, false, true, opts, reply, err);
 }
 
 int md_collection_replace_one(md_collection *coll, const bson_t *selector,
                               const bson_t *replacement, const bson_t *opts, bson_t *reply,
                               md_error *err)
 {
-    md_error_clear(err);
-    if (has_operator(replacement)) {
-        if (reply)
-            bson_init(reply);
-        return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE,
-                     "Invalid key: replacement document must not contain $ operators");
-    }
-    return update_cmd(coll, selector, replacement, false, opts, reply, err);
+    return checked_update(coll, selector, replacement, true, false, opts, reply, err);
 }
 
 static int delete_cmd(md_collection *coll, const bson_t *q, int limit, const bson_t *opts,

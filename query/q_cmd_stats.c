@@ -5,7 +5,8 @@
  * collStats reports the engine's numbers as MongoDB names them (size =
  * eng_rs_stats data_size, mmapv1's netLength semantics) plus the engine's
  * own subdocument under its name, which always carries the update counters
- * {inserts, updates, inPlaceUpdates, moves, bytesWritten}.
+ * {inserts, updates, bytesWritten}, plus {allocationStrategy,
+ * inPlaceUpdates, moves} on engines that can update in place.
  *
  * validate trusts nothing: the engine checks its structures first; only if
  * they are sound are the records walked (bounded), and with {full: true}
@@ -25,16 +26,20 @@ static void append_engine_stats(md_db *db, q_coll *c, const eng_rs_stats *st,
                                 bson_t *reply)
 {
     bson_t sub = BSON_INITIALIZER;
+    /* Allocation strategies, in-place updates and moves only mean something
+     * on an engine that can update in place; one that rewrites every update
+     * (btree) reports its own write costs instead. */
+    bool in_place = eng_rs_has_damages(c->rs);
     eng_rs_append_stats(c->rs, &sub);
-    if (!bson_has_field(&sub, "allocationStrategy"))
+    if (in_place && !bson_has_field(&sub, "allocationStrategy"))
         BSON_APPEND_UTF8(&sub, "allocationStrategy", eng_alloc_name(c->alloc));
     if (!bson_has_field(&sub, "inserts"))
         BSON_APPEND_INT64(&sub, "inserts", st->n_inserts);
     if (!bson_has_field(&sub, "updates"))
         BSON_APPEND_INT64(&sub, "updates", st->n_updates);
-    if (!bson_has_field(&sub, "inPlaceUpdates"))
+    if (in_place && !bson_has_field(&sub, "inPlaceUpdates"))
         BSON_APPEND_INT64(&sub, "inPlaceUpdates", st->n_inplace);
-    if (!bson_has_field(&sub, "moves"))
+    if (in_place && !bson_has_field(&sub, "moves"))
         BSON_APPEND_INT64(&sub, "moves", st->n_moves);
     if (!bson_has_field(&sub, "bytesWritten"))
         BSON_APPEND_INT64(&sub, "bytesWritten", st->bytes_written);

@@ -3,7 +3,7 @@
 # As root it installs what is missing with apt-get; otherwise it prints the
 # exact apt-get line to run and fails.
 set -e
-PKGS="build-essential pkg-config libbson-dev libzstd-dev libsnappy-dev liblmdb-dev libcriterion-dev"
+PKGS="build-essential pkg-config libbson-dev libzstd-dev libsnappy-dev liblmdb-dev libcriterion-dev libpcre2-dev"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -26,6 +26,14 @@ typedef struct tdb {
     const char *engine;
 } tdb;
 
+/* Engines that update in place report allocationStrategy, inPlaceUpdates
+ * and moves in collStats; engines that rewrite every update do not. */
+static inline bool t_in_place(const tdb *t)
+{
+    const eng_ops *ops = eng_find(t->engine);
+    return ops && ops->has_damages;
+}
+
 static inline bool t_is_mmapv1(const tdb *t)
 {
     return strcmp(t->engine, "mmapv1") == 0;
