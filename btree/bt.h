@@ -14,6 +14,11 @@
  *
  * Durability: a committed transaction is durable at the next checkpoint
  * (periodic, eng_flush, close).  There is no log yet.
+ *
+ * Per collection: eng_rs_options.block_compressor (query/ takes it from
+ * create's storageEngine.btree.configString "block_compressor=...").
+ * compact rewrites the collection and its indexes into new files at the
+ * checkpoint that follows its commit (bt_compact.c).
  */
 #ifndef BT_H
 #define BT_H

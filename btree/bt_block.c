@@ -379,13 +379,23 @@ uint8_t *bt_block_ckpt_avail(bt_block *b, size_t *len)
     return p;
 }
 
-/* The checkpoint is durable: its discarded blocks become allocatable. */
+/* The checkpoint is durable: its discarded blocks become allocatable, and
+ * free space at the end of the file goes back to the file system (as
+ * WiredTiger does at a checkpoint).  The checkpoint just written still
+ * records the longer size with that space free, which a reopen restores by
+ * extending the file: both describe the same live blocks. */
 void bt_block_ckpt_done(bt_block *b)
 {
     for (size_t i = 0; i < b->discard.n; i++)
         bt_ext_add(&b->avail, b->discard.v[i].off, b->discard.v[i].size);
     b->discard.n = 0;
     b->alloc.n = 0;
+    bt_ext *last = b->avail.n ? &b->avail.v[b->avail.n - 1] : NULL;
+    if (last && last->off + last->size == b->file_size &&
+        ftruncate(b->fd, (off_t)last->off) == 0) {
+        b->file_size = last->off;
+        b->avail.n--;
+    }
 }
 
 int bt_block_sync(bt_block *b, md_error *err)

@@ -2,8 +2,14 @@
  * bt_ckpt.c -- checkpoints, the metadata tree and the turtle file.
  *
  * The metadata tree (DIR/minidoc.meta.bt, itself a btree) holds one entry
- * per data file, "file:<ident>" -> {file, kind, root, fileSize, avail,
- * counters...}: that file's checkpoint.  The catalog lives in the same tree
+ * per data file, "file:<ident>" -> that file's checkpoint:
+ *
+ *   {file, kind, compressor, nextRid, count, dataSize, nInserts, nUpdates,
+ *    bytesWritten, pagesInternal, pagesLeaf, pagesOverflow, liveRaw,
+ *    liveDisk, root: bin(16), fileSize, avail: bin((off u64, size u64)...)}
+ *
+ * (page counts and live block bytes feed collStats; an entry without them,
+ * from before they were kept, is recounted by a walk at open).  The catalog lives in the same tree
  * under "cat:<key>".  The turtle DIR/minidoc.turtle points at the metadata
  * tree's own checkpoint:
  *
@@ -24,8 +30,10 @@
  * Until the rename the previous turtle names the previous metadata, whose
  * blocks and the data blocks it reaches were not overwritten (invariant 1
  * in bt_int.h), so a crash at any point leaves the previous checkpoint
- * readable.  Open truncates every file to its checkpointed size.
+ * readable.  Open truncates every file to its checkpointed size and removes
+ * the .bt files no checkpoint names (remove_orphans).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -97,22 +105,29 @@ static void tree_path(bt_engine *e, const char *fname, char *path, size_t cap)
     snprintf(path, cap, "%s/%s", e->dir, fname);
 }
 
+/* Create a new empty file for t's ident (not yet t's): a fresh name
+ * "<escaped ident>-<n>.bt" in fname, its path in path. */
+int bt_file_new(bt_engine *e, const bt_tree *t, bt_block *b, char *fname, size_t cap,
+                md_error *err)
+{
+    char esc[ENG_IDENT_MAX * 3 + 1], path[8192];
+    escape_ident(esc, sizeof esc, t->ident);
+    if (t->kind == BT_META)
+        snprintf(fname, cap, "minidoc.meta.bt");
+    else
+        snprintf(fname, cap, "%s-%llu.bt", esc, (unsigned long long)e->next_file_id++);
+    tree_path(e, fname, path, sizeof path);
+    return bt_block_create(b, path, err);
+}
+
 /* Create a new, empty tree with a new file. */
 int bt_tree_new(bt_engine *e, const char *ident, int kind, const bt_compressor *comp,
                 bt_tree **out, md_error *err)
 {
-    char esc[ENG_IDENT_MAX * 3 + 1], path[8192];
     bt_tree *t = tree_alloc(e, ident, kind, comp);
     if (!t)
         return bt_nomem(err);
-    escape_ident(esc, sizeof esc, ident);
-    if (kind == BT_META)
-        snprintf(t->fname, sizeof t->fname, "minidoc.meta.bt");
-    else
-        snprintf(t->fname, sizeof t->fname, "%s-%llu.bt", esc,
-                 (unsigned long long)e->next_file_id++);
-    tree_path(e, t->fname, path, sizeof path);
-    int rc = bt_block_create(&t->blk, path, err);
+    int rc = bt_file_new(e, t, &t->blk, t->fname, sizeof t->fname, err);
     if (rc == 0 && bt_tree_init_empty(t) != 0)
         rc = bt_nomem(err);
     if (rc) {
@@ -186,6 +201,11 @@ static int ckpt_entry(bt_tree *t, bson_t *doc)
     BSON_APPEND_INT64(doc, "nInserts", t->n_inserts);
     BSON_APPEND_INT64(doc, "nUpdates", t->n_updates);
     BSON_APPEND_INT64(doc, "bytesWritten", t->bytes_written);
+    BSON_APPEND_INT64(doc, "pagesInternal", t->pages_int);
+    BSON_APPEND_INT64(doc, "pagesLeaf", t->pages_leaf);
+    BSON_APPEND_INT64(doc, "pagesOverflow", t->pages_ovfl);
+    BSON_APPEND_INT64(doc, "liveRaw", t->live_raw);
+    BSON_APPEND_INT64(doc, "liveDisk", t->live_disk);
     return ckpt_append_block(t, doc);
 }
 
@@ -220,7 +240,15 @@ static int tree_load(bt_engine *e, const char *ident, const bson_t *doc, md_erro
     t->n_inserts = get_i64(doc, "nInserts");
     t->n_updates = get_i64(doc, "nUpdates");
     t->bytes_written = get_i64(doc, "bytesWritten");
+    t->pages_int = get_i64(doc, "pagesInternal");
+    t->pages_leaf = get_i64(doc, "pagesLeaf");
+    t->pages_ovfl = get_i64(doc, "pagesOverflow");
+    t->live_raw = get_i64(doc, "liveRaw");
+    t->live_disk = get_i64(doc, "liveDisk");
     int rc = ckpt_load_block(e, t, doc, err);
+    bson_iter_t it;
+    if (rc == 0 && !bson_iter_init_find(&it, doc, "pagesLeaf"))
+        rc = bt_tree_recount(t, err); /* written before the entry had them */
     if (rc == 0 && e->ntrees == e->captrees) {
         size_t ncap = e->captrees ? e->captrees * 2 : 16;
         bt_tree **nv = realloc(e->trees, ncap * sizeof *nv);
@@ -330,6 +358,31 @@ static int load_trees(bt_engine *e, md_error *err)
     return rc == MD_NOTFOUND ? 0 : rc;
 }
 
+/* Remove the data files no checkpoint names: those of a create, a
+ * compaction or a drop that a crash cut off before (or after) its
+ * checkpoint, as MongoDB drops idents its catalog does not know at startup. */
+static void remove_orphans(bt_engine *e)
+{
+    DIR *d = opendir(e->dir);
+    struct dirent *de;
+    if (!d)
+        return;
+    while ((de = readdir(d)) != NULL) {
+        size_t n = strlen(de->d_name);
+        bool known = strcmp(de->d_name, e->meta->fname) == 0;
+        if (n < 4 || strcmp(de->d_name + n - 3, ".bt") != 0)
+            continue;
+        for (size_t i = 0; !known && i < e->ntrees; i++)
+            known = strcmp(de->d_name, e->trees[i]->fname) == 0;
+        if (!known) {
+            char path[8192];
+            tree_path(e, de->d_name, path, sizeof path);
+            unlink(path);
+        }
+    }
+    closedir(d);
+}
+
 int bt_ckpt_open(bt_engine *e, md_error *err)
 {
     char path[8192];
@@ -353,7 +406,9 @@ int bt_ckpt_open(bt_engine *e, md_error *err)
     e->next_file_id = (uint64_t)get_i64(turtle, "nextFileId");
     rc = ckpt_load_block(e, e->meta, turtle, err);
     bson_destroy(turtle);
-    return rc ? rc : load_trees(e, err);
+    if (rc == 0 && (rc = load_trees(e, err)) == 0)
+        remove_orphans(e);
+    return rc;
 }
 
 /* ---- checkpoint ---------------------------------------------------------------- */
@@ -377,7 +432,7 @@ static int ckpt_data(bt_engine *e, md_error *err)
         char key[ENG_IDENT_MAX + 16];
         const char *ident = e->unlink_after[i] + strlen(e->unlink_after[i]) + 1;
         int n = bt_meta_key(key, sizeof key, "file:", ident);
-        if (n > 0)
+        if (n > 0 && ident[0]) /* "": a compacted tree's old file */
             bt_del(e->meta, (const uint8_t *)key, (uint32_t)n, 0, NULL);
     }
     for (size_t i = 0; i < e->ntrees && rc == 0; i++) {
@@ -435,6 +490,7 @@ int bt_checkpoint(bt_engine *e, md_error *err)
         return 0;
     }
     e->ckpt_pending = false;
+    bt_compact_pending(e);
     if ((rc = ckpt_data(e, err)) != 0)
         return rc;
     if (crash_at(e, BT_CRASH_BEFORE_META))

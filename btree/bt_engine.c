@@ -10,9 +10,11 @@
  * taken every checkpointIntervalSecs (checked at commit), by eng_flush and
  * at close.
  *
- * The cache is checked at the start of every write and at commit: above
- * its size, pages are evicted down to 80% of it (bt_evict), which is why
- * borrowed views last only until the next write (eng.h).
+ * The cache is checked at the start of every write, at commit and at the
+ * start of every read: above its size, pages are evicted down to 80% of it
+ * (bt_evict), which is why borrowed views last only until the next write
+ * (eng.h).  A read spares the page of each handle's and cursor's latest
+ * view (bt_pin), so that view lasts until that handle's next read.
  */
 #include <assert.h>
 #include <errno.h>
@@ -76,6 +78,39 @@ int bt_cache_check(bt_engine *e)
     return bt_evict(e, e->cache_max / 10 * 8);
 }
 
+/* Reads evict too (clean pages first, as at writes), sparing the pages
+ * that hold a live view; called where a read starts, never mid-search. */
+void bt_read_check(bt_engine *e)
+{
+    if (e->cache_bytes > e->cache_max)
+        bt_evict(e, e->cache_max / 10 * 8);
+}
+
+void bt_pin_set(bt_engine *e, bt_pin *pin, bt_page *p)
+{
+    bt_pin_clear(e, pin);
+    if (p->pin_epoch != e->view_epoch) {
+        p->pin_epoch = e->view_epoch;
+        p->pins = 0;
+    }
+    p->pins++;
+    pin->page = p;
+    pin->epoch = e->view_epoch;
+}
+
+/* Within one view epoch a pinned page cannot have been freed. */
+void bt_pin_clear(bt_engine *e, bt_pin *pin)
+{
+    if (pin->page && pin->epoch == e->view_epoch)
+        pin->page->pins--;
+    pin->page = NULL;
+}
+
+bool bt_pinned(const bt_engine *e, const bt_page *p)
+{
+    return p->pins > 0 && p->pin_epoch == e->view_epoch;
+}
+
 int bt_txn_check(bt_engine *e, eng_txn *t, md_error *err)
 {
     if (e->crashed)
@@ -83,6 +118,7 @@ int bt_txn_check(bt_engine *e, eng_txn *t, md_error *err)
     if (!t || !e->txn || t != &e->txn->hdr)
         return md_error_set(err, MD_EINVAL, MD_CODE_BAD_VALUE,
                             "btree: write outside the active transaction");
+    e->view_epoch++; /* a write ends every borrowed view (eng.h) */
     int rc = bt_cache_check(e);
     if (rc && err)
         *err = e->last_err;
@@ -200,21 +236,8 @@ static void txn_end(bt_engine *e, bool abort)
         undo_one(e, &t->u[i]);
     for (size_t i = 0; i < t->n; i++) {
         bt_undo *u = &t->u[i];
-        if (!abort && u->kind == U_DROP && !u->t->live) {
-            /* "fname\0ident\0": the file goes after the next checkpoint */
-            size_t fl = strlen(u->t->fname), il = strlen(u->t->ident);
-            char *s = malloc(fl + il + 2);
-            char **nv = realloc(e->unlink_after, (e->nunlink + 1) * sizeof *nv);
-            if (nv)
-                e->unlink_after = nv;
-            if (s && nv) {
-                memcpy(s, u->t->fname, fl + 1);
-                memcpy(s + fl + 1, u->t->ident, il + 1);
-                e->unlink_after[e->nunlink++] = s;
-            } else {
-                free(s);
-            }
-        }
+        if (!abort && u->kind == U_DROP && !u->t->live)
+            bt_unlink_after_ckpt(e, u->t->fname, u->t->ident);
         free(u->key);
         free(u->old);
     }
@@ -222,7 +245,28 @@ static void txn_end(bt_engine *e, bool abort)
     free(t);
     e->txn = NULL;
     e->gen++;
+    e->view_epoch++;
     sweep(e);
+}
+
+/* Remove file `fname` once the next checkpoint is durable, and with it the
+ * metadata entry of `ident` ("" to keep the entry: a compacted tree's old
+ * file).  Stored as "fname\0ident\0"; on ENOMEM the file just stays. */
+int bt_unlink_after_ckpt(bt_engine *e, const char *fname, const char *ident)
+{
+    size_t fl = strlen(fname), il = strlen(ident);
+    char *s = malloc(fl + il + 2);
+    char **nv = realloc(e->unlink_after, (e->nunlink + 1) * sizeof *nv);
+    if (nv)
+        e->unlink_after = nv;
+    if (!s || !nv) {
+        free(s);
+        return MD_ENOMEM;
+    }
+    memcpy(s, fname, fl + 1);
+    memcpy(s + fl + 1, ident, il + 1);
+    e->unlink_after[e->nunlink++] = s;
+    return 0;
 }
 
 static int bt_txn_begin(eng_engine *eh, eng_txn **out)
@@ -456,6 +500,7 @@ static int bt_meta_get(eng_engine *eh, const char *key, bson_t *out)
     bt_ent *en;
     bson_t view;
     int n = bt_meta_key(k, sizeof k, "cat:", key);
+    bt_read_check(e);
     int rc = bt_get(e->meta, (const uint8_t *)k, (uint32_t)n, 0, &en, &e->last_err);
     if (rc)
         return rc;
@@ -566,6 +611,7 @@ int bt_obj_open(bt_engine *e, const char *ident, int kind, bt_handle **out, md_e
 void bt_obj_close(bt_handle *h)
 {
     bt_engine *e = h->t->eng;
+    bt_pin_clear(e, &h->pin);
     h->t->refs--;
     free(h);
     sweep(e);
@@ -598,10 +644,20 @@ int64_t bt_file_size(bt_tree *t)
     return fstat(t->blk.fd, &st) == 0 ? (int64_t)st.st_size : (int64_t)t->blk.file_size;
 }
 
+/* A btree directory has its turtle file. */
+static bool bt_owns_dir(const char *dir)
+{
+    char path[8192];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/minidoc.turtle", dir);
+    return stat(path, &st) == 0;
+}
+
 const eng_ops bt_engine_ops = {
     .name = "btree",
     .has_damages = false,
     .collection_lock = false,
+    .owns_dir = bt_owns_dir,
     .open = bt_open,
     .close = bt_close,
     .flush = bt_flush,
@@ -628,7 +684,7 @@ const eng_ops bt_engine_ops = {
     .rs_stats = bt_rs_stats,
     .rs_append_stats = bt_rs_append_stats,
     .rs_validate = bt_rs_validate,
-    .rs_compact = NULL, /* MD_ENOTSUP */
+    .rs_compact = bt_rs_compact,
     .rs_cursor_open = bt_rs_cursor_open,
     .rs_cursor_next = bt_rs_cursor_next,
     .rs_cursor_save = bt_rs_cursor_save,

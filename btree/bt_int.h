@@ -8,6 +8,7 @@
  *   bt_page.c      in-memory pages, reconciliation to disk images and back
  *   bt_tree.c      search, insert, delete, split, merge, positions, eviction
  *   bt_ckpt.c      checkpoints, the metadata tree, the turtle file, open
+ *   bt_compact.c   compact: a tree rewritten into a new file at a checkpoint
  *   bt_engine.c    the eng_ops table
  *   bt_verify.c    the verifier
  *
@@ -115,7 +116,7 @@ typedef struct bt_block {
     char path[4200];
     uint64_t file_size; /* allocation end */
     bt_extlist avail, alloc, discard;
-    int64_t bytes_written, raw_written, disk_written, blocks_written;
+    int64_t bytes_written, blocks_written; /* since open */
 } bt_block;
 
 uint32_t bt_crc32c(uint32_t crc, const void *buf, size_t len);
@@ -175,9 +176,19 @@ struct bt_page {
     bt_ent *e;
     size_t n, cap;
     size_t disk_est; /* upper bound of the uncompressed image */
+    size_t next_check; /* leaf: measure the exact image again at this disk_est */
     size_t mem;      /* bytes charged to the cache */
     uint64_t read_gen;
+    int pins;           /* views handed out from this page ... */
+    uint64_t pin_epoch; /* ... counted while this is the engine's view_epoch */
 };
+
+/* The page a handle's or cursor's latest view points into: eviction by a
+ * read leaves it alone until the next write ends every view (eng.h). */
+typedef struct bt_pin {
+    bt_page *page;
+    uint64_t epoch;
+} bt_pin;
 
 typedef struct bt_engine bt_engine;
 
@@ -199,8 +210,15 @@ typedef struct bt_tree {
     int64_t count, data_size;
     int64_t n_inserts, n_updates, bytes_written;
     int64_t upd_bytes; /* document bytes written by updates */
-    int64_t pages_leaf, pages_int, pages_ovfl; /* blocks written */
+    /* The tree as it is now (pages in memory included), kept by every
+     * split, unlink and put; persisted in the checkpoint entry. */
+    int64_t pages_leaf, pages_int, pages_ovfl;
+    /* Blocks the tree references (a dirty page's old block until it is
+     * rewritten): sums of their mem_size and disk_size, for
+     * compressionRatio. */
+    int64_t live_raw, live_disk;
     bool unlink_now; /* an aborted create: its file is in no checkpoint */
+    bool compact;    /* rewrite into a new file at the next checkpoint */
 } bt_tree;
 
 bt_page *bt_page_new(int type);
@@ -215,6 +233,8 @@ void bt_page_remove_at(bt_tree *t, bt_page *p, size_t i);
 void bt_page_charge(bt_tree *t, bt_page *p, long delta);
 int bt_page_read(bt_tree *t, const bt_addr *a, bt_page **out, md_error *err);
 int bt_page_write(bt_tree *t, bt_page *p, bt_addr *addr, md_error *err);
+void bt_page_free_block(bt_tree *t, bt_addr *a);
+bool bt_ent_is_ovfl(const bt_tree *t, const bt_ent *en);
 
 /* ---- trees (bt_tree.c) ---------------------------------------------------- */
 
@@ -278,8 +298,9 @@ struct bt_engine {
     bt_txn *txn;
     const bt_compressor *default_comp;
     size_t cache_max, cache_bytes, dirty_bytes;
-    uint64_t gen;      /* bumped on every structural change */
-    uint64_t read_gen; /* access clock */
+    uint64_t gen;        /* bumped on every structural change */
+    uint64_t read_gen;   /* access clock */
+    uint64_t view_epoch; /* bumped when every view dies: a write, a txn end */
     uint64_t next_file_id;
     int64_t checkpoints, evictions;
     int ckpt_interval;
@@ -297,6 +318,7 @@ typedef struct bt_handle {
         eng_ss ss;
     } h;
     bt_tree *t;
+    bt_pin pin; /* the leaf of the last eng_rs_get view */
 } bt_handle;
 
 #define BT_ENG(h) ((bt_engine *)(h)->engine)
@@ -304,6 +326,10 @@ typedef struct bt_handle {
 
 bt_tree *bt_find_tree(bt_engine *e, const char *ident);
 int bt_cache_check(bt_engine *e);
+void bt_read_check(bt_engine *e);
+void bt_pin_set(bt_engine *e, bt_pin *pin, bt_page *p);
+void bt_pin_clear(bt_engine *e, bt_pin *pin);
+bool bt_pinned(const bt_engine *e, const bt_page *p);
 int bt_txn_check(bt_engine *e, eng_txn *t, md_error *err);
 int bt_logged(bt_engine *e, bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid,
               const uint8_t *val, uint32_t vlen, bool has_val, bool del, md_error *err);
@@ -316,6 +342,7 @@ void bt_obj_close(bt_handle *h);
 int bt_obj_truncate(bt_engine *e, bt_tree *t, eng_txn *txn);
 int64_t bt_file_size(bt_tree *t);
 int bt_verify_tree(bt_tree *t, eng_validate *v);
+int bt_tree_recount(bt_tree *t, md_error *err);
 
 /* bt_store.c: record and sorted stores, their cursors */
 int bt_rs_create(eng_engine *e, eng_txn *t, const char *ident, const eng_rs_options *o,
@@ -363,9 +390,17 @@ int bt_ckpt_open(bt_engine *e, md_error *err);
 int bt_checkpoint(bt_engine *e, md_error *err);
 int bt_tree_new(bt_engine *e, const char *ident, int kind, const bt_compressor *comp,
                 bt_tree **out, md_error *err);
+int bt_file_new(bt_engine *e, const bt_tree *t, bt_block *b, char *fname, size_t cap,
+                md_error *err);
+int bt_unlink_after_ckpt(bt_engine *e, const char *fname, const char *ident);
 void bt_tree_destroy(bt_tree *t);
 int bt_meta_key(char *buf, size_t cap, const char *prefix, const char *key);
 double bt_now(void);
+
+/* bt_compact.c */
+int bt_rs_compact(eng_rs *rs, eng_txn *t, const eng_compact_opts *o, bson_t *info,
+                  md_error *err);
+void bt_compact_pending(bt_engine *e);
 
 /* Errors */
 int bt_io_error(md_error *err, const char *what, const char *path);

@@ -16,6 +16,7 @@
 #include <assert.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bt_int.h"
 
@@ -176,16 +177,33 @@ static int write_image(bt_tree *t, int type, uint32_t entries, const uint8_t *bo
     free(img);
     if (rc)
         return rc;
-    bt_block_free(&t->blk, &old);
-    t->blk.raw_written += mem_size;
-    t->blk.disk_written += (int64_t)(BT_HDR + clen);
-    if (type == BT_PAGE_LEAF)
-        t->pages_leaf++;
-    else if (type == BT_PAGE_INT)
-        t->pages_int++;
-    else
-        t->pages_ovfl++;
+    bt_page_free_block(t, &old);
+    t->live_raw += mem_size;
+    t->live_disk += (int64_t)(BT_HDR + clen);
     return 0;
+}
+
+/* Free a block the tree references, taking its bytes off the live totals
+ * (read from its header: the tree keeps no per-block sizes). */
+void bt_page_free_block(bt_tree *t, bt_addr *a)
+{
+    uint8_t h[16]; /* mem_size at 16, disk_size at 28 */
+    uint32_t mem_size, disk_size;
+    if (!a->off)
+        return;
+    if (pread(t->blk.fd, h, 16, (off_t)(a->off + 16)) == 16) {
+        memcpy(&mem_size, h, 4);
+        memcpy(&disk_size, h + 12, 4);
+        t->live_raw -= mem_size;
+        t->live_disk -= disk_size;
+    }
+    bt_block_free(&t->blk, a);
+}
+
+/* Does the entry's value live in an overflow block (when written)? */
+bool bt_ent_is_ovfl(const bt_tree *t, const bt_ent *en)
+{
+    return en->has_val && en->vlen >= t->ovfl_min;
 }
 
 static uint8_t *put_leaf_cell(bt_tree *t, uint8_t *q, const bt_ent *en, const bt_ent *prev)

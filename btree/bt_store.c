@@ -70,10 +70,17 @@ int bt_rs_insert(eng_rs *rs, eng_txn *t, const uint8_t *data, uint32_t len, eng_
 
 int bt_rs_get(eng_rs *rs, eng_rid rid, const uint8_t **data, uint32_t *len)
 {
-    bt_ent *en;
-    int rc = bt_get(BT_TREE(rs), NULL, 0, rid, &en, &BT_ENG(rs)->last_err);
+    bt_engine *e = BT_ENG(rs);
+    bt_pos pos;
+    bool exact;
+    bt_read_check(e);
+    int rc = bt_search(BT_TREE(rs), NULL, 0, rid, &pos, &exact, &e->last_err);
     if (rc)
         return rc;
+    if (!exact)
+        return MD_NOTFOUND;
+    bt_ent *en = bt_pos_ent(&pos);
+    bt_pin_set(e, &((bt_handle *)rs)->pin, pos.pg[pos.depth - 1]);
     *data = en->val;
     *len = en->vlen;
     return 0;
@@ -136,7 +143,10 @@ void bt_rs_stats(eng_rs *rs, struct eng_rs_stats *s)
     s->bytes_written = t->bytes_written;
 }
 
-/* The "btree" statistics: pages are blocks written since open. */
+/* The "btree" statistics: pages of the tree as it is now; the compression
+ * ratio of the blocks it references (uncompressed bytes over the bytes
+ * stored, headers included, the padding to 4 KB not: storageSize shows
+ * that); bytesWrittenTotal is every block written since open. */
 void bt_rs_append_stats(eng_rs *rs, bson_t *sub)
 {
     bt_tree *t = BT_TREE(rs);
@@ -153,9 +163,7 @@ void bt_rs_append_stats(eng_rs *rs, bson_t *sub)
                        t->n_updates ? (double)t->upd_bytes / (double)t->n_updates : 0.0);
     BSON_APPEND_UTF8(sub, "compressor", t->comp->name);
     BSON_APPEND_DOUBLE(sub, "compressionRatio",
-                       t->blk.disk_written
-                           ? (double)t->blk.raw_written / (double)t->blk.disk_written
-                           : 1.0);
+                       t->live_disk > 0 ? (double)t->live_raw / (double)t->live_disk : 1.0);
     BSON_APPEND_INT64(sub, "cacheBytes", (int64_t)e->cache_bytes);
     BSON_APPEND_INT64(sub, "dirtyBytes", (int64_t)e->dirty_bytes);
     BSON_APPEND_INT64(sub, "checkpoints", e->checkpoints);
@@ -185,6 +193,7 @@ typedef struct bt_rs_cursor {
     eng_rid last; /* last rid returned, 0 before the first */
     uint64_t gen;
     bt_pos pos;
+    bt_pin pin; /* the leaf of the last view */
 } bt_rs_cursor;
 
 int bt_rs_cursor_open(eng_rs *rs, bool forward, eng_rs_cursor **out)
@@ -220,6 +229,7 @@ int bt_rs_cursor_next(eng_rs_cursor *ch, eng_rid *rid, const uint8_t **data, uin
     bt_tree *t = BT_TREE(ch->rs);
     bt_engine *e = BT_ENG(ch->rs);
     int rc;
+    bt_read_check(e);
     if (c->positioned && c->gen == e->gen)
         rc = c->forward ? bt_pos_next(t, &c->pos, &e->last_err)
                         : bt_pos_prev(t, &c->pos, &e->last_err);
@@ -230,6 +240,7 @@ int bt_rs_cursor_next(eng_rs_cursor *ch, eng_rid *rid, const uint8_t **data, uin
     if (rc)
         return rc;
     bt_ent *en = bt_pos_ent(&c->pos);
+    bt_pin_set(e, &c->pin, c->pos.pg[c->pos.depth - 1]);
     c->last = *rid = en->rid;
     *data = en->val;
     *len = en->vlen;
@@ -247,9 +258,10 @@ int bt_rs_cursor_restore(eng_rs_cursor *ch)
     return 0;
 }
 
-void bt_rs_cursor_close(eng_rs_cursor *c)
+void bt_rs_cursor_close(eng_rs_cursor *ch)
 {
-    free(c);
+    bt_pin_clear(BT_ENG(ch->rs), &((bt_rs_cursor *)ch)->pin);
+    free(ch);
 }
 
 /* ---- sorted stores ------------------------------------------------------------- */
@@ -411,6 +423,7 @@ static int ss_refresh(bt_ss_cursor *c, bool *moved)
 int bt_ss_cursor_seek(eng_ss_cursor *ch, const uint8_t *key, uint32_t klen, eng_rid rid)
 {
     bt_ss_cursor *c = (bt_ss_cursor *)ch;
+    bt_read_check(BT_ENG(ch->ss));
     return ss_capture(c, ss_seek(c, key, klen, rid, NULL), SS_AFTER);
 }
 
@@ -420,6 +433,7 @@ int bt_ss_cursor_next(eng_ss_cursor *ch)
     bool moved;
     if (c->state == SS_AFTER)
         return MD_NOTFOUND;
+    bt_read_check(BT_ENG(ch->ss));
     if (c->state == SS_BEFORE)
         return bt_ss_cursor_seek(ch, NULL, 0, INT64_MIN);
     int rc = ss_refresh(c, &moved);
@@ -437,6 +451,7 @@ int bt_ss_cursor_prev(eng_ss_cursor *ch)
     bool moved;
     if (c->state == SS_BEFORE)
         return MD_NOTFOUND;
+    bt_read_check(e);
     if (c->state == SS_AFTER)
         return ss_capture(c, bt_pos_last(t, &c->pos, &e->last_err), SS_BEFORE);
     int rc = ss_refresh(c, &moved);

@@ -15,7 +15,9 @@
  * when the insert was an append, else in the middle) and the new right page
  * is linked into the parent, which may split in turn; a root split grows the
  * tree.  A leaf emptied by deletes is unlinked from its parent and its
- * block freed; a root left with one child is replaced by it.
+ * block freed; one shrunk below a quarter of its maximum merges with a
+ * sibling when both fit in three quarters; a root left with one child is
+ * replaced by it.
  *
  * Positions (bt_pos) hold page pointers: they are valid until the tree's
  * engine generation changes (any write, split, eviction).  Cursors keep the
@@ -41,6 +43,7 @@ int bt_tree_init_empty(bt_tree *t)
     t->root = bt_page_new(BT_PAGE_LEAF);
     if (!t->root)
         return MD_ENOMEM;
+    t->pages_leaf = 1;
     set_dirty(t, t->root);
     return 0;
 }
@@ -231,6 +234,10 @@ static bt_page *page_split_off(bt_tree *t, bt_page *p, size_t k)
     set_dirty(t, r);
     bt_page_charge(t, r, (long)moved_mem);
     set_dirty(t, p);
+    if (r->type == BT_PAGE_LEAF)
+        t->pages_leaf++;
+    else
+        t->pages_int++;
     return r;
 }
 
@@ -284,6 +291,7 @@ static int split(bt_tree *t, bt_pos *pos, int d, md_error *err)
         bt_page_insert_at(t, root, 0, &left);
         bt_page_insert_at(t, root, 1, &sep);
         t->root = root;
+        t->pages_int++;
         return 0;
     }
     bt_page *parent = pos->pg[d - 1];
@@ -300,12 +308,35 @@ nomem:
     for (size_t i = 0; i < r->n; i++)
         bt_page_insert_at(t, p, p->n, &r->e[i]);
     bt_page_charge(t, r, -(long)r->mem);
+    if (r->type == BT_PAGE_LEAF)
+        t->pages_leaf--;
+    else
+        t->pages_int--;
     free(r->e);
     free(r);
     return bt_nomem(err);
 }
 
 /* ---- insert, update, delete ------------------------------------------------- */
+
+/* Split the leaf of pos when its image exceeds leaf_max.  disk_est ignores
+ * prefix compression (index keys with long shared prefixes shrink to a
+ * few bytes each), so the exact size is measured, O(n), and measured again
+ * only once disk_est has grown by the room that was left: n inserts cost
+ * O(n) measurements of the page, not O(n^2). */
+static int leaf_maybe_split(bt_tree *t, bt_pos *pos, md_error *err)
+{
+    bt_page *leaf = pos->pg[pos->depth - 1];
+    if (leaf->disk_est <= t->leaf_max || leaf->n < 2 || leaf->disk_est < leaf->next_check)
+        return 0;
+    size_t exact = page_size(t, leaf);
+    if (exact > t->leaf_max) {
+        leaf->next_check = 0;
+        return split(t, pos, pos->depth - 1, err);
+    }
+    leaf->next_check = leaf->disk_est + (t->leaf_max - exact);
+    return 0;
+}
 
 int bt_put(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, const uint8_t *val,
            uint32_t vlen, bool has_val, bool *replaced, md_error *err)
@@ -324,18 +355,20 @@ int bt_put(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, const uin
     if (replaced)
         *replaced = exact;
     if (exact) {
-        bt_block_free(&t->blk, &leaf->e[s].addr); /* the old overflow value */
+        t->pages_ovfl -= bt_ent_is_ovfl(t, &leaf->e[s]);
+        bt_page_free_block(t, &leaf->e[s].addr); /* the old overflow value */
         bt_page_remove_at(t, leaf, s);
     }
     if (bt_page_insert_at(t, leaf, s, &en)) {
         free(en.key);
         return bt_nomem(err);
     }
+    t->pages_ovfl += bt_ent_is_ovfl(t, &en);
     set_dirty(t, leaf);
-    if (leaf->disk_est > t->leaf_max && leaf->n >= 2 && page_size(t, leaf) > t->leaf_max)
-        return split(t, &pos, pos.depth - 1, err);
-    return 0;
+    return leaf_maybe_split(t, &pos, err);
 }
+
+static int shrink_root(bt_tree *t, md_error *err);
 
 /* Unlink the empty page at level d from its parent, and so on upwards;
  * then shrink a root with a single child. */
@@ -344,18 +377,85 @@ static int unlink_empty(bt_tree *t, bt_pos *pos, int d, md_error *err)
     while (d > 0 && pos->pg[d]->n == 0) {
         bt_page *parent = pos->pg[d - 1];
         bt_ent *en = &parent->e[pos->slot[d - 1]];
-        bt_block_free(&t->blk, &en->addr);
+        if (pos->pg[d]->type == BT_PAGE_LEAF)
+            t->pages_leaf--;
+        else
+            t->pages_int--;
+        bt_page_free_block(t, &en->addr);
         bt_page_free(t, en->child);
         bt_page_remove_at(t, parent, pos->slot[d - 1]);
         set_dirty(t, parent);
         d--;
     }
+    return shrink_root(t, err);
+}
+
+/* Merge parent's leaves `left` and left + 1 when both fit in three
+ * quarters of leaf_max (so the result does not split again soon): the
+ * right page's entries move to the left page, the right page's block is
+ * freed and its parent entry removed.  *merged says whether it happened. */
+static int merge_pair(bt_tree *t, bt_page *parent, size_t left, bool *merged, md_error *err)
+{
+    bt_page *a, *b;
+    int rc = bt_child(t, &parent->e[left], &a, err);
+    *merged = false;
+    if (rc == 0)
+        rc = bt_child(t, &parent->e[left + 1], &b, err);
+    if (rc)
+        return rc;
+    if (a->type != BT_PAGE_LEAF || b->type != BT_PAGE_LEAF ||
+        page_size(t, a) + page_size(t, b) + 16 > t->leaf_max / 4 * 3)
+        return 0;
+    if (a->cap < a->n + b->n) {
+        bt_ent *nv = realloc(a->e, (a->n + b->n) * sizeof *nv);
+        if (!nv)
+            return 0; /* no room to merge: the pages stay as they are */
+        a->e = nv;
+        a->cap = a->n + b->n;
+    }
+    for (size_t i = 0; i < b->n; i++)
+        bt_page_insert_at(t, a, a->n, &b->e[i]); /* room reserved: cannot fail */
+    b->n = 0;
+    bt_page_free_block(t, &parent->e[left + 1].addr);
+    bt_page_free(t, b);
+    parent->e[left + 1].child = NULL;
+    bt_page_remove_at(t, parent, left + 1);
+    t->pages_leaf--;
+    a->next_check = 0;
+    set_dirty(t, a);
+    set_dirty(t, parent);
+    *merged = true;
+    return 0;
+}
+
+/* A leaf below a quarter of leaf_max merges with its left sibling, else
+ * with its right one, when the pair fits (merge_pair). */
+static int merge_small(bt_tree *t, bt_pos *pos, md_error *err)
+{
+    int d = pos->depth - 1;
+    bt_page *parent = d > 0 ? pos->pg[d - 1] : NULL;
+    bool merged = false;
+    int rc = 0;
+    if (!parent || parent->n < 2 || pos->pg[d]->disk_est >= t->leaf_max / 4)
+        return 0;
+    size_t s = pos->slot[d - 1];
+    if (s > 0)
+        rc = merge_pair(t, parent, s - 1, &merged, err);
+    if (rc == 0 && !merged && s + 1 < parent->n)
+        rc = merge_pair(t, parent, s, &merged, err);
+    return rc == 0 && merged ? shrink_root(t, err) : rc;
+}
+
+/* A root with a single child is replaced by it. */
+static int shrink_root(bt_tree *t, md_error *err)
+{
     while (t->root->type == BT_PAGE_INT && t->root->n == 1) {
         bt_page *old = t->root, *child;
         int rc = bt_child(t, &old->e[0], &child, err);
         if (rc)
             return rc;
-        bt_block_free(&t->blk, &t->root_addr);
+        bt_page_free_block(t, &t->root_addr);
+        t->pages_int--;
         t->root_addr = old->e[0].addr;
         old->e[0].child = NULL;
         bt_page_free(t, old);
@@ -377,12 +477,13 @@ int bt_del(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, md_error 
     t->eng->gen++;
     int d = pos.depth - 1;
     bt_page *leaf = pos.pg[d];
-    bt_block_free(&t->blk, &leaf->e[pos.slot[d]].addr);
+    t->pages_ovfl -= bt_ent_is_ovfl(t, &leaf->e[pos.slot[d]]);
+    bt_page_free_block(t, &leaf->e[pos.slot[d]].addr);
     bt_page_remove_at(t, leaf, pos.slot[d]);
     set_dirty(t, leaf);
     if (leaf->n == 0)
         return unlink_empty(t, &pos, d, err);
-    return 0;
+    return merge_small(t, &pos, err);
 }
 
 /* ---- reconciliation and eviction -------------------------------------------- */
@@ -443,7 +544,7 @@ static int evict_walk(bt_tree *t, bt_page *p, size_t target, bool dirty_ok, md_e
         int rc = c->type == BT_PAGE_INT ? evict_walk(t, c, target, dirty_ok, err) : 0;
         if (rc)
             return rc;
-        if (has_children(c) || (c->dirty && !dirty_ok))
+        if (has_children(c) || (c->dirty && !dirty_ok) || bt_pinned(t->eng, c))
             continue;
         if (c->dirty) {
             if ((rc = bt_page_write(t, c, &en->addr, err)) != 0)

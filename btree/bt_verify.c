@@ -4,7 +4,8 @@
  *
  *   - key order: within pages, against the parent's bounds, across leaves;
  *   - no empty page below the root;
- *   - count and data size against the tree's counters;
+ *   - count and data size against the tree's counters, and the page
+ *     counts and live block bytes (collStats) against theirs;
  *   - checksums: every reachable block is read back and checked;
  *   - blocks: every reachable block (pages and overflow values) is
  *     reachable exactly once, none overlaps the avail or discard extents,
@@ -27,6 +28,7 @@ typedef struct vctx {
     uint32_t plen;
     eng_rid prid;
     int64_t count, data;
+    int64_t pages[3], raw, disk; /* leaf, internal, overflow; live bytes */
 } vctx;
 
 static void use_block(vctx *x, const bt_addr *a)
@@ -45,10 +47,16 @@ static void use_block(vctx *x, const bt_addr *a)
         bt_ext_overlaps(&x->t->blk.discard, a->off, a->size))
         eng_validate_error(x->v, "%s: block at %llu is in use and free", x->t->blk.path,
                            (unsigned long long)a->off);
-    if (bt_block_read(&x->t->blk, a, &img, &err) != 0)
+    if (bt_block_read(&x->t->blk, a, &img, &err) != 0) {
         eng_validate_error(x->v, "%s", err.message);
-    else
+    } else {
+        uint32_t mem_size, disk_size;
+        memcpy(&mem_size, img + 16, 4);
+        memcpy(&disk_size, img + 28, 4);
+        x->raw += mem_size;
+        x->disk += disk_size;
         free(img);
+    }
 }
 
 static void check_leaf_order(vctx *x, const bt_ent *en)
@@ -90,6 +98,7 @@ static void verify_page(vctx *x, bt_page *p, const bt_ent *lo, const bt_ent *hi,
 {
     if (!root && p->n == 0)
         eng_validate_error(x->v, "%s: empty non-root page", x->t->ident);
+    x->pages[p->type == BT_PAGE_LEAF ? 0 : 1]++;
     for (size_t i = 0; i < p->n; i++) {
         bt_ent *en = &p->e[i];
         bool skip = p->type == BT_PAGE_INT && i == 0;
@@ -108,6 +117,7 @@ static void verify_page(vctx *x, bt_page *p, const bt_ent *lo, const bt_ent *hi,
         check_leaf_order(x, en);
         if (en->addr.off)
             use_block(x, &en->addr);
+        x->pages[2] += bt_ent_is_ovfl(x->t, en);
         x->count++;
         x->data += x->t->kind == BT_RS ? en->vlen : en->klen + 8;
     }
@@ -132,28 +142,72 @@ static void verify_tiling(vctx *x)
                            (unsigned long long)(b->file_size - BT_ALLOC));
 }
 
+/* Walk the whole tree into x; false if the root cannot be read. */
+static bool walk(vctx *x)
+{
+    bt_tree *t = x->t;
+    bt_page *root = t->root;
+    md_error err;
+    use_block(x, &t->root_addr);
+    if (!root && bt_page_read(t, &t->root_addr, &root, &err) != 0) {
+        eng_validate_error(x->v, "%s", err.message);
+        return false;
+    }
+    verify_page(x, root, NULL, NULL, true);
+    if (!t->root)
+        bt_page_free(t, root);
+    return true;
+}
+
+static void check_counters(vctx *x)
+{
+    bt_tree *t = x->t;
+    if (x->count != t->count || (t->kind == BT_RS && x->data != t->data_size))
+        eng_validate_error(x->v, "%s: %lld entries of %lld bytes, counters say %lld and %lld",
+                           t->ident, (long long)x->count, (long long)x->data,
+                           (long long)t->count, (long long)t->data_size);
+    if (x->pages[0] != t->pages_leaf || x->pages[1] != t->pages_int ||
+        x->pages[2] != t->pages_ovfl)
+        eng_validate_error(x->v, "%s: %lld leaf, %lld internal, %lld overflow pages, "
+                           "counters say %lld, %lld, %lld", t->ident,
+                           (long long)x->pages[0], (long long)x->pages[1],
+                           (long long)x->pages[2], (long long)t->pages_leaf,
+                           (long long)t->pages_int, (long long)t->pages_ovfl);
+    if (x->raw != t->live_raw || x->disk != t->live_disk)
+        eng_validate_error(x->v, "%s: blocks hold %lld bytes in %lld, counters say %lld in %lld",
+                           t->ident, (long long)x->raw, (long long)x->disk,
+                           (long long)t->live_raw, (long long)t->live_disk);
+}
+
 int bt_verify_tree(bt_tree *t, eng_validate *v)
 {
     vctx x = {.t = t, .v = v};
     int before = v->nerrors;
-    bt_page *root = t->root;
-    md_error err;
-    use_block(&x, &t->root_addr);
-    if (!root && bt_page_read(t, &t->root_addr, &root, &err) != 0) {
-        eng_validate_error(v, "%s", err.message);
-    } else {
-        verify_page(&x, root, NULL, NULL, true);
-        if (!t->root)
-            bt_page_free(t, root);
-        if (x.count != t->count || (t->kind == BT_RS && x.data != t->data_size))
-            eng_validate_error(v, "%s: %lld entries of %lld bytes, counters say %lld and %lld",
-                               t->ident, (long long)x.count, (long long)x.data,
-                               (long long)t->count, (long long)t->data_size);
+    if (walk(&x)) {
+        check_counters(&x);
         verify_tiling(&x);
     }
     free(x.prev);
     bt_ext_free(&x.used);
     return v->nerrors - before;
+}
+
+/* Set the page counts and live bytes from a walk (for checkpoint entries
+ * written before they were kept); a damaged tree is MD_ECORRUPT. */
+int bt_tree_recount(bt_tree *t, md_error *err)
+{
+    eng_validate v;
+    vctx x = {.t = t, .v = &v};
+    eng_validate_init(&v, true);
+    bool ok = walk(&x) && v.nerrors == 0;
+    if (ok) {
+        t->pages_leaf = x.pages[0], t->pages_int = x.pages[1], t->pages_ovfl = x.pages[2];
+        t->live_raw = x.raw, t->live_disk = x.disk;
+    }
+    free(x.prev);
+    bt_ext_free(&x.used);
+    eng_validate_cleanup(&v);
+    return ok ? 0 : ENG_CORRUPT(err, "btree: %s: damaged tree", t->ident);
 }
 
 int bt_verify_engine(eng_engine *eh, eng_validate *v)

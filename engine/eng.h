@@ -21,8 +21,11 @@
  *
  * Borrowed views: a pointer returned by eng_rs_get() or a cursor points into
  * engine memory (for mmapv1, into a file mapping).  It stays valid until the
- * next write through the same engine or the end of the enclosing
- * transaction, whichever comes first.  Copy what you need to keep.
+ * next write through the same engine, the end of the enclosing transaction,
+ * or the next read through the same handle or cursor that returned it
+ * (btree evicts pages on reads too, sparing only each handle's and
+ * cursor's latest view), whichever comes first.  Copy what you need to
+ * keep.
  *
  * Identifiers ("idents") name storage objects.  query/ derives them from
  * namespaces: collection "test.c", index "test.c.$x_1".  An ident is at most
@@ -129,6 +132,9 @@ struct eng_ops {
     bool has_damages;     /* rs_update_damages is meaningful */
     bool collection_lock; /* query/ must take a collection rwlock */
 
+    /* Does `dir` hold data files this engine created?  NULL: it never
+     * creates files (eng_detect() then never names it). */
+    bool (*owns_dir)(const char *dir);
     int (*open)(const char *dir, const char *db_name, const bson_t *opts,
                 eng_engine **out, md_error *err);
     void (*close)(eng_engine *e);
@@ -221,6 +227,9 @@ struct eng_ss_cursor {
 /* The engine named `name`, or NULL.  eng_engines() is NULL-terminated. */
 const eng_ops *eng_find(const char *name);
 const eng_ops *const *eng_engines(void);
+/* The engine whose data files are in `dir` (MongoDB refuses to open a
+ * dbpath with another engine), or NULL when no engine's files are there. */
+const eng_ops *eng_detect(const char *dir);
 
 /* ---- wrappers -------------------------------------------------------------
  * Semantics of each (all return 0 or a negative MD_* code):

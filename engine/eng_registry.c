@@ -30,3 +30,11 @@ const eng_ops *eng_find(const char *name)
             return engines[i];
     return NULL;
 }
+
+const eng_ops *eng_detect(const char *dir)
+{
+    for (size_t i = 0; engines[i]; i++)
+        if (engines[i]->owns_dir && engines[i]->owns_dir(dir))
+            return engines[i];
+    return NULL;
+}

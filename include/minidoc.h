@@ -136,8 +136,10 @@ typedef struct md_db md_db;
  * Open (creating if needed) the database in directory `path`.
  *
  * `opts` may be NULL.  Recognised fields:
- *   engine        "mmapv1", "btree" or "ephemeralForTest" (in memory,
- *                 for tests)                     (default "mmapv1")
+ *   engine        "btree", "mmapv1" or "ephemeralForTest" (in memory,
+ *                 for tests)  (default: the engine whose files are in
+ *                 path, else "btree"; naming another one than the files'
+ *                 is an error, code 28662, as in MongoDB)
  *   dbName        database name, used in file names and "ns" (default "test")
  *   create        bool, create the directory and files if missing (true)
  *   smallFiles    bool, data file sizes divided by 4 (mmapv1)

@@ -9,6 +9,7 @@
  * every namespace slot's pointers, and the catalog namespace
  * "<db>.system.namespaces", created on first open.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -242,11 +243,28 @@ static void mm_append_status(eng_engine *eng, bson_t *status)
     bson_append_document_end(status, &sub);
 }
 
+/* mmapv1 left a "<db>.ns" file for some database in dir. */
+static bool mm_owns_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    bool found = false;
+    if (!d)
+        return false;
+    while (!found && (de = readdir(d)) != NULL) {
+        size_t n = strlen(de->d_name);
+        found = n > 3 && strcmp(de->d_name + n - 3, ".ns") == 0;
+    }
+    closedir(d);
+    return found;
+}
+
 const eng_ops mm_engine_ops = {
     .name = "mmapv1",
     .has_damages = true,
     .collection_lock = true,
 
+    .owns_dir = mm_owns_dir,
     .open = mm_open,
     .close = mm_close,
     .flush = mm_flush,

@@ -22,11 +22,16 @@
 
 /* ---- md_db ---------------------------------------------------------------------- */
 
+/* The engine when the options name none and the directory holds no data
+ * files yet: btree, as wiredTiger became MongoDB's default in 3.2. */
+#define Q_DEFAULT_ENGINE "btree"
+
+/* *engine stays NULL when the options do not name one. */
 static int open_opts(const bson_t *opts, const char **engine, const char **name, bool *create,
                      md_error *err)
 {
     bson_iter_t it;
-    *engine = "mmapv1";
+    *engine = NULL;
     *name = "test";
     *create = true;
     if (!opts)
@@ -83,13 +88,22 @@ int md_db_open(const char *path, const bson_t *opts, md_db **out, md_error *err)
     int rc = open_opts(opts, &engine, &name, &create, err);
     if (!rc)
         rc = check_db_name(name, err);
-    const eng_ops *ops = rc ? NULL : eng_find(engine);
-    if (!rc && !ops)
+    const eng_ops *ops = rc || !engine ? NULL : eng_find(engine);
+    if (!rc && engine && !ops)
         rc = q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE, "unknown storage engine: '%s'", engine);
     if (!rc)
         rc = ensure_dir(path, create, err);
     if (rc)
         return rc;
+    /* An existing dbpath keeps the engine that created it (MongoDB 3.2+). */
+    const eng_ops *found = eng_detect(path);
+    if (found && ops && found != ops)
+        return q_err(err, MD_EINVAL, 28662,
+                     "Detected data files in %s created by the '%s' storage engine, but the "
+                     "specified storage engine was '%s'.",
+                     path, found->name, ops->name);
+    if (!ops)
+        ops = found ? found : eng_find(Q_DEFAULT_ENGINE);
     md_db *db = calloc(1, sizeof *db);
     assert(db);
     db->ops = ops;

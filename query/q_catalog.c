@@ -41,16 +41,115 @@ int q_ns_make(md_db *db, const char *name, char *ns, md_error *err)
     return 0;
 }
 
+/*
+ * storageEngine.btree.configString, in WiredTiger's syntax as MongoDB passed
+ * it through to WT_SESSION::create: "key=value[,key=value...]", blanks
+ * around items ignored, a value optionally in double quotes.  The only key
+ * known is block_compressor (none, snappy, zstd; an empty value is none, as
+ * in WiredTiger); the last one wins.  *compressor (when not NULL) gets a
+ * static name, or is left alone when the string names none.
+ */
+static int parse_config_string(const char *s, const char **compressor, md_error *err)
+{
+    static const char *const names[] = {"none", "snappy", "zstd"};
+    while (*s) {
+        const char *item = s, *eq, *end = strchr(s, ',');
+        size_t n = end ? (size_t)(end - s) : strlen(s);
+        s = end ? end + 1 : s + n;
+        while (n && (*item == ' ' || *item == '\t'))
+            item++, n--;
+        while (n && (item[n - 1] == ' ' || item[n - 1] == '\t'))
+            n--;
+        if (n == 0)
+            continue;
+        eq = memchr(item, '=', n);
+        size_t kl = eq ? (size_t)(eq - item) : n, vl = eq ? n - kl - 1 : 0;
+        const char *v = eq ? eq + 1 : "";
+        while (kl && item[kl - 1] == ' ')
+            kl--;
+        while (vl && *v == ' ')
+            v++, vl--;
+        if (vl >= 2 && v[0] == '"' && v[vl - 1] == '"')
+            v++, vl -= 2;
+        if (kl != 16 || strncmp(item, "block_compressor", 16) != 0)
+            return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE,
+                         "storageEngine.btree.configString: unknown configuration key: '%.*s'",
+                         (int)kl, item);
+        if (!eq)
+            return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE,
+                         "storageEngine.btree.configString: block_compressor needs a value");
+        const char *found = vl == 0 ? "none" : NULL;
+        for (size_t i = 0; !found && i < sizeof names / sizeof names[0]; i++)
+            if (strlen(names[i]) == vl && strncmp(v, names[i], vl) == 0)
+                found = names[i];
+        if (!found)
+            return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE,
+                         "storageEngine.btree.configString: unknown compressor '%.*s' "
+                         "(block_compressor is one of none, snappy, zstd)",
+                         (int)vl, v);
+        if (compressor)
+            *compressor = found;
+    }
+    return 0;
+}
+
+/* storageEngine.btree: {configString: "..."}, nothing else. */
+static int btree_options(const bson_iter_t *se, const char **compressor, md_error *err)
+{
+    bson_iter_t it;
+    if (!BSON_ITER_HOLDS_DOCUMENT(se))
+        return q_err_field_type(err, "create", "storageEngine.btree", bson_iter_type(se),
+                                "object");
+    bson_iter_recurse(se, &it);
+    while (bson_iter_next(&it)) {
+        int rc;
+        if (strcmp(bson_iter_key(&it), "configString") != 0)
+            return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE,
+                         "storageEngine.btree: unknown field '%s' (only configString)",
+                         bson_iter_key(&it));
+        if (!BSON_ITER_HOLDS_UTF8(&it))
+            return q_err_field_type(err, "create", "storageEngine.btree.configString",
+                                    bson_iter_type(&it), "string");
+        if ((rc = parse_config_string(bson_iter_utf8(&it, NULL), compressor, err)) != 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* The block compressor the options name (storageEngine.btree.configString),
+ * or NULL for the engine's default.  The options were checked at create. */
+static const char *options_compressor(const bson_t *options)
+{
+    bson_iter_t it, se;
+    const char *name = NULL;
+    if (!options || !bson_iter_init(&it, options))
+        return NULL;
+    while (bson_iter_next(&it))
+        if (strcmp(bson_iter_key(&it), "storageEngine") == 0 && BSON_ITER_HOLDS_DOCUMENT(&it) &&
+            bson_iter_recurse(&it, &se))
+            while (bson_iter_next(&se))
+                if (strcmp(bson_iter_key(&se), "btree") == 0)
+                    btree_options(&se, &name, NULL);
+    return name;
+}
+
 static int alloc_from_storage_engine(const bson_iter_t *it, int *alloc, md_error *err)
 {
     bson_iter_t se, mm;
+    bool have_mm = false;
     if (!BSON_ITER_HOLDS_DOCUMENT(it))
         return q_err_field_type(err, "create", "storageEngine", bson_iter_type(it), "object");
     bson_iter_recurse(it, &se);
-    if (!bson_iter_find(&se, "mmapv1") || !BSON_ITER_HOLDS_DOCUMENT(&se))
-        return 0; /* options for other engines are ignored */
-    bson_iter_recurse(&se, &mm);
-    if (!bson_iter_find(&mm, "allocationStrategy"))
+    while (bson_iter_next(&se)) {
+        int rc = 0;
+        if (strcmp(bson_iter_key(&se), "btree") == 0)
+            rc = btree_options(&se, NULL, err);
+        else if (strcmp(bson_iter_key(&se), "mmapv1") == 0 && BSON_ITER_HOLDS_DOCUMENT(&se))
+            have_mm = bson_iter_recurse(&se, &mm);
+        if (rc)
+            return rc; /* options for other engines are ignored */
+    }
+    if (!have_mm || !bson_iter_find(&mm, "allocationStrategy"))
         return 0;
     int a = BSON_ITER_HOLDS_UTF8(&mm) ? eng_alloc_parse(bson_iter_utf8(&mm, NULL)) : -1;
     if (a < 0)
@@ -413,7 +512,7 @@ static q_index *id_index_new(const char *ns)
 static int create_storage(md_db *db, q_coll *c, bool durable, md_error *err)
 {
     eng_txn *t = NULL;
-    eng_rs_options o = {.alloc = c->alloc};
+    eng_rs_options o = {.alloc = c->alloc, .block_compressor = options_compressor(&c->options)};
     int rc = eng_txn_begin(db->eng, &t);
     if (rc)
         return q_err_engine(err, rc, "starting a transaction");

@@ -12,6 +12,11 @@
  *   create {usePowerOf2Sizes: false}               paddingFactor (2.x meaning)
  *   create {storageEngine: {mmapv1: {allocationStrategy: "..."}}}
  *   collMod {noPadding: bool} / {usePowerOf2Sizes: bool}
+ *
+ * btree's block compressor, as MongoDB configured WiredTiger's (checked and
+ * passed to the engine by q_catalog.c; kept in the options, so
+ * listCollections shows it):
+ *   create {storageEngine: {btree: {configString: "block_compressor=zstd"}}}
  */
 #include <assert.h>
 #include <stdlib.h>

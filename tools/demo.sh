@@ -15,7 +15,7 @@ trap 'rm -rf "$DB"' EXIT INT TERM
 
 # md CMD: run one command against the demo database (each call reopens it,
 # as a fresh process would; everything shown below is read back from disk).
-md() { "$MINIDOC" --dbpath "$DB" --smallfiles eval "$1"; }
+md() { "$MINIDOC" --dbpath "$DB" --engine mmapv1 --smallfiles eval "$1"; }
 # field REPLY NAME: the value of the first "NAME" : value in a reply.
 field() { printf '%s\n' "$1" | grep -o "\"$2\" : [^,}]*" | head -n 1 | sed 's/.* : //'; }
 step() { printf '\n== %s\n' "$*"; }
@@ -70,4 +70,4 @@ say "valid=$(field "$out" valid) nrecords=$(field "$out" nrecords) errors=$(prin
 say "validate walked the extents, records and free lists, and checked every"
 say "index against the documents both ways."
 echo
-echo "Done.  Try it yourself:  $MINIDOC --dbpath /tmp/mydb run"
+echo "Done.  Try it yourself:  $MINIDOC --dbpath /tmp/mydb --engine mmapv1 run"

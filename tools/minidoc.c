@@ -26,7 +26,7 @@ typedef struct cli {
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: minidoc --dbpath DIR [--engine mmapv1|ephemeralForTest] [--dbname NAME]\n"
+            "usage: minidoc --dbpath DIR [--engine btree|mmapv1|ephemeralForTest] [--dbname NAME]\n"
             "               [--smallfiles] [--opts '<json>'] (run | eval '<command>')\n"
             "\n"
             "  run     read one command per line from stdin (extended JSON); write one\n"
@@ -35,7 +35,7 @@ static void usage(FILE *f)
             "  eval    run one command; exit status 1 if the reply has ok: 0.\n"
             "\n"
             "  --dbpath DIR    database directory (created if missing)\n"
-            "  --engine NAME   storage engine (default mmapv1)\n"
+            "  --engine NAME   storage engine (default: the one that created DIR, else btree)\n"
             "  --dbname NAME   database name used in file names and ns (default test)\n"
             "  --smallfiles    mmapv1 data files a quarter of the usual size\n"
             "  --opts JSON     any md_db_open() option, e.g. '{\"mmapv1\": {...}}'\n"

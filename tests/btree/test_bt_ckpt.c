@@ -1,7 +1,8 @@
 /*
  * test_bt_ckpt.c -- btree persistence: checkpoint and reopen, a crash in
- * the middle of a checkpoint, checksum errors, each block compressor with
- * the store-raw fallback, and eviction with a cache smaller than the data.
+ * the middle of a checkpoint (and of a compaction), checksum errors, each
+ * block compressor with the store-raw fallback, and eviction with a cache
+ * smaller than the data.
  */
 #include <fcntl.h>
 
@@ -69,6 +70,18 @@ Test(bt_ckpt, checkpoint_then_reopen)
     eng_rs_close(rs);
 }
 
+/* How many .bt files BDIR holds. */
+static int bt_files(void)
+{
+    DIR *d = opendir(BDIR);
+    struct dirent *de;
+    int n = 0;
+    while ((de = readdir(d)))
+        n += strlen(de->d_name) > 3 && strcmp(de->d_name + strlen(de->d_name) - 3, ".bt") == 0;
+    closedir(d);
+    return n;
+}
+
 static void crash_mid_checkpoint(int point)
 {
     eng_rid a[200], b[200];
@@ -102,6 +115,7 @@ static void crash_mid_checkpoint(int point)
     cr_assert_eq(s.count, 200);
     eng_rs *nope;
     cr_assert_eq(eng_rs_open(BE, "test.new", &nope, &BERR), MD_NOTFOUND);
+    cr_assert_eq(bt_files(), 2, "test.new's file, in no checkpoint, is removed at open");
     bt_expect_valid();
     /* and the old checkpoint takes writes and checkpoints again */
     t = btb();
@@ -120,6 +134,70 @@ Test(bt_ckpt, crash_before_turtle_keeps_old_checkpoint)
 Test(bt_ckpt, crash_before_metadata_keeps_old_checkpoint)
 {
     crash_mid_checkpoint(BT_CRASH_BEFORE_META);
+}
+
+/* compact switches files at a checkpoint: a crash before the turtle keeps
+ * the old file and checkpoint; done again, it shrinks the file. */
+static void compact_now(eng_rs *rs)
+{
+    eng_compact_opts o = {.padding = ENG_PAD_NONE};
+    bson_t info = BSON_INITIALIZER;
+    eng_txn *t = btb();
+    BOK(eng_rs_compact(rs, t, &o, &info, &BERR));
+    btc(t); /* the commit's checkpoint does the work */
+    bson_destroy(&info);
+}
+
+Test(bt_ckpt, crash_mid_compact_keeps_old_file)
+{
+    enum { N = 2000 };
+    static eng_rid rids[N];
+    struct eng_rs_stats s;
+    bt_open_with("none", 0);
+    eng_rs *rs = bt_rs("test.c", NULL, true);
+    eng_txn *t = btb();
+    for (int i = 0; i < N; i++)
+        rids[i] = bt_ins(rs, t, 400, (uint32_t)i, false);
+    btc(t);
+    BOK(eng_flush(BE, true, &BERR));
+    t = btb();
+    for (int i = 0; i < N; i++)
+        if (i % 10)
+            BOK(eng_rs_remove(rs, t, rids[i]));
+    btc(t);
+    BOK(eng_flush(BE, true, &BERR));
+    eng_rs_get_stats(rs, &s);
+    int64_t full = s.storage_size;
+    bt_test_set_crash(BE, BT_CRASH_BEFORE_TURTLE);
+    compact_now(rs);
+    eng_rs_close(rs);
+    eng_close(BE);
+    cr_assert_eq(bt_files(), 3, "meta, the old file and the unfinished copy");
+    bt_open_with("none", 0);
+    cr_assert_eq(bt_files(), 2, "the unfinished copy is removed at open");
+    rs = bt_rs("test.c", NULL, false);
+    eng_rs_get_stats(rs, &s);
+    cr_assert_eq(s.count, N / 10);
+    cr_assert_eq(s.storage_size, full, "the old file, as it was");
+    bt_expect_valid();
+    compact_now(rs);
+    eng_rs_get_stats(rs, &s);
+    cr_assert_lt(s.storage_size, full / 4, "%lld -> %lld", (long long)full,
+                 (long long)s.storage_size);
+    cr_assert_eq(bt_files(), 2, "the old file is removed after the checkpoint");
+    bt_expect_valid();
+    eng_rs_close(rs);
+    eng_close(BE);
+    bt_open_with("none", 0);
+    rs = bt_rs("test.c", NULL, false);
+    const uint8_t *d;
+    uint32_t l;
+    for (int i = 0; i < N; i += 10) {
+        BOK(eng_rs_get(rs, rids[i], &d, &l));
+        cr_assert(bt_doc_is(d, l, 400, (uint32_t)i, false), "record %d", i);
+    }
+    bt_expect_valid();
+    eng_rs_close(rs);
 }
 
 /* The data file of ident prefix `pfx` in BDIR. */
@@ -257,6 +335,30 @@ Test(bt_ckpt, eviction_with_small_cache)
                   "record %d", i);
     }
     bt_expect_valid();
+    eng_rs_close(rs);
+}
+
+/* checkpointIntervalSecs: a commit after the interval takes a checkpoint. */
+Test(bt_ckpt, periodic_checkpoint)
+{
+    bson_t *o = BCON_NEW("btree", "{", "checkpointIntervalSecs", BCON_INT32(1), "}");
+    BOK(eng_open(&bt_engine_ops, BDIR, "test", o, &BE, &BERR));
+    bson_destroy(o);
+    eng_rs *rs = bt_rs("test.c", NULL, true);
+    int64_t ck = bt_checkpoints(BE);
+    eng_txn *t = btb();
+    bt_ins(rs, t, 100, 1, false);
+    btc(t);
+    cr_assert_eq(bt_checkpoints(BE), ck, "not yet: the interval has not passed");
+    usleep(1100 * 1000);
+    t = btb();
+    bt_ins(rs, t, 100, 2, false);
+    btc(t);
+    cr_assert_eq(bt_checkpoints(BE), ck + 1);
+    t = btb();
+    bt_ins(rs, t, 100, 3, false);
+    btc(t);
+    cr_assert_eq(bt_checkpoints(BE), ck + 1);
     eng_rs_close(rs);
 }
 

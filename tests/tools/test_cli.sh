@@ -3,8 +3,12 @@
 #
 # Drives `minidoc ... run` sessions and `eval` through a temporary database
 # and greps the replies for MongoDB-shaped fields: inserts, updates, finds,
-# collStats, validate and compact; a bad line gets FailedToParse and the
-# session goes on; usage errors exit 2; eval exits 1 on ok: 0.
+# collStats, validate and compact, the same session on mmapv1 and btree; a
+# bad line gets FailedToParse and the session goes on; usage errors exit 2;
+# eval exits 1 on ok: 0.  Also: btree is the default engine, a directory
+# keeps the engine that made it (code 28662 for another), and btree's block
+# compressor is set per collection with create's storageEngine.btree
+# configString or for the database with the open options.
 #
 # Usage: MINIDOC=build/minidoc tests/tools/test_cli.sh
 # Prints one line per failure and a final "N passed, M failed".
@@ -34,8 +38,9 @@ if [ ! -x "$MINIDOC" ]; then
     exit 1
 fi
 
-# ---- a run session -----------------------------------------------------------
-out=$("$MINIDOC" --dbpath "$DIR/a" --opts "$OPTS" run <<'EOF'
+# ---- a run session, the same commands on each engine that persists ----------------
+for eng in mmapv1 btree; do
+out=$("$MINIDOC" --dbpath "$DIR/$eng" --engine $eng --opts "$OPTS" run <<'EOF'
 # a comment, then a blank line
 
 {"insert": "c", "documents": [{"_id": 1, "n": 0}, {"_id": 2, "n": 0}, {"_id": 3, "n": 5}]}
@@ -54,40 +59,94 @@ this line is not JSON
 EOF
 )
 status=$?
-expect_status "run exit status" 0 $status
+expect_status "[$eng] run exit status" 0 $status
 n=$(printf '%s\n' "$out" | wc -l)
-if [ "$n" -eq 13 ]; then ok; else ko "one reply per command line: got $n lines"; fi
-expect "insert" "$(line "$out" 1)" '"n" : 3, "ok" : 1.0'
-expect "dup key writeError" "$(line "$out" 2)" '"code" : 11000'
-expect "dup key message" "$(line "$out" 2)" 'E11000 duplicate key error collection: test.c index: _id_ dup key: { _id: 1 }'
-expect "bad line" "$(line "$out" 3)" '"ok" : 0.0'
-expect "bad line code" "$(line "$out" 3)" '"code" : 9, "codeName" : "FailedToParse"'
-expect "update" "$(line "$out" 4)" '"n" : 1, "nModified" : 1'
-expect "upsert" "$(line "$out" 5)" '"upserted" : [ { "index" : 0, "_id" : 9 } ]'
-expect "find batch" "$(line "$out" 6)" '"firstBatch" : [ { "_id" : 1, "n" : 1 }, { "_id" : 9, "n" : 1 } ]'
-expect "find cursor" "$(line "$out" 6)" '"id" : 0, "ns" : "test.c"'
-expect "count" "$(line "$out" 7)" '"n" : 4'
-expect "collStats ns" "$(line "$out" 8)" '"ns" : "test.c"'
-expect "collStats engine" "$(line "$out" 8)" '"mmapv1" : {'
-expect "collStats inPlaceUpdates" "$(line "$out" 8)" '"inPlaceUpdates" : '
-expect "collStats indexes" "$(line "$out" 8)" '"indexSizes" : { "_id_" : '
-expect "validate" "$(line "$out" 9)" '"valid" : true'
-expect "validate keys" "$(line "$out" 9)" '"keysPerIndex" : { "test.c.$_id_" : 4 }'
-expect "delete" "$(line "$out" 10)" '"n" : 1, "ok" : 1.0'
-expect "compact" "$(line "$out" 11)" '"ok" : 1.0'
-expect "projection" "$(line "$out" 12)" '"firstBatch" : [ { "n" : 0 } ]'
-expect "unknown command" "$(line "$out" 13)" '"errmsg" : "no such command: '"'"'nosuchcommand'"'"'", "code" : 59'
+if [ "$n" -eq 13 ]; then ok; else ko "[$eng] one reply per command line: got $n lines"; fi
+expect "[$eng] insert" "$(line "$out" 1)" '"n" : 3, "ok" : 1.0'
+expect "[$eng] dup key writeError" "$(line "$out" 2)" '"code" : 11000'
+expect "[$eng] dup key message" "$(line "$out" 2)" 'E11000 duplicate key error collection: test.c index: _id_ dup key: { _id: 1 }'
+expect "[$eng] bad line" "$(line "$out" 3)" '"ok" : 0.0'
+expect "[$eng] bad line code" "$(line "$out" 3)" '"code" : 9, "codeName" : "FailedToParse"'
+expect "[$eng] update" "$(line "$out" 4)" '"n" : 1, "nModified" : 1'
+expect "[$eng] upsert" "$(line "$out" 5)" '"upserted" : [ { "index" : 0, "_id" : 9 } ]'
+expect "[$eng] find batch" "$(line "$out" 6)" '"firstBatch" : [ { "_id" : 1, "n" : 1 }, { "_id" : 9, "n" : 1 } ]'
+expect "[$eng] find cursor" "$(line "$out" 6)" '"id" : 0, "ns" : "test.c"'
+expect "[$eng] count" "$(line "$out" 7)" '"n" : 4'
+expect "[$eng] collStats ns" "$(line "$out" 8)" '"ns" : "test.c"'
+expect "[$eng] collStats engine" "$(line "$out" 8)" "\"$eng\" : {"
+if [ $eng = mmapv1 ]; then
+    expect "[$eng] collStats inPlaceUpdates" "$(line "$out" 8)" '"inPlaceUpdates" : '
+else
+    expect "[$eng] collStats pages" "$(line "$out" 8)" '"pages" : { "internal" : 0, "leaf" : 1, "overflow" : 0 }'
+    expect "[$eng] collStats compressor" "$(line "$out" 8)" '"compressor" : "snappy"'
+    expect "[$eng] collStats bytesWrittenPerUpdate" "$(line "$out" 8)" '"bytesWrittenPerUpdate" : 21.0'
+fi
+expect "[$eng] collStats indexes" "$(line "$out" 8)" '"indexSizes" : { "_id_" : '
+expect "[$eng] validate" "$(line "$out" 9)" '"valid" : true'
+expect "[$eng] validate keys" "$(line "$out" 9)" '"keysPerIndex" : { "test.c.$_id_" : 4 }'
+expect "[$eng] delete" "$(line "$out" 10)" '"n" : 1, "ok" : 1.0'
+expect "[$eng] compact" "$(line "$out" 11)" '"ok" : 1.0'
+expect "[$eng] projection" "$(line "$out" 12)" '"firstBatch" : [ { "n" : 0 } ]'
+expect "[$eng] unknown command" "$(line "$out" 13)" '"errmsg" : "no such command: '"'"'nosuchcommand'"'"'", "code" : 59'
 
-# ---- the data is still there after reopening ------------------------------------
-out=$("$MINIDOC" --dbpath "$DIR/a" --opts "$OPTS" eval '{"count": "c"}')
-expect_status "eval exit status" 0 $?
-expect "reopen keeps documents" "$out" '"n" : 3'
+# the data is still there after reopening, without naming the engine
+out=$("$MINIDOC" --dbpath "$DIR/$eng" --opts "$OPTS" eval '{"count": "c"}')
+expect_status "[$eng] eval exit status" 0 $?
+expect "[$eng] reopen keeps documents" "$out" '"n" : 3'
+out=$("$MINIDOC" --dbpath "$DIR/$eng" eval '{"serverStatus": 1}')
+expect "[$eng] reopen detects the engine" "$out" "\"storageEngine\" : { \"name\" : \"$eng\""
+done
 
-out=$("$MINIDOC" --dbpath "$DIR/a" --opts "$OPTS" eval '{"drop": "nope"}')
+# ---- the default engine, and a directory made by another engine ---------------------
+out=$("$MINIDOC" --dbpath "$DIR/d" eval '{"serverStatus": 1}')
+expect "default engine is btree" "$out" '"storageEngine" : { "name" : "btree"'
+out=$("$MINIDOC" --dbpath "$DIR/mmapv1" --engine btree eval '{"count": "c"}' 2>&1)
+expect_status "other engine's files" 1 $?
+expect "other engine's files message" "$out" "Detected data files in $DIR/mmapv1 created by the 'mmapv1' storage engine, but the specified storage engine was 'btree'."
+out=$("$MINIDOC" --dbpath "$DIR/btree" --engine mmapv1 eval '{"count": "c"}' 2>&1)
+expect_status "other engine's files (btree)" 1 $?
+expect "other engine's files code" "$out" "28662"
+
+# ---- btree block compressors, configured as MongoDB did ---------------------------
+out=$("$MINIDOC" --dbpath "$DIR/z" --engine btree run <<'EOF'
+{"create": "z", "storageEngine": {"btree": {"configString": "block_compressor=zstd"}}}
+{"create": "n", "storageEngine": {"btree": {"configString": " block_compressor=none "}}}
+{"create": "x", "storageEngine": {"btree": {"configString": "block_compressor=lz4"}}}
+{"create": "y", "storageEngine": {"btree": {"configString": "leaf_page_max=64KB"}}}
+{"insert": "z", "documents": [{"_id": 1, "s": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}]}
+{"fsync": 1}
+{"collStats": "z"}
+{"collStats": "n"}
+{"listCollections": 1, "filter": {"name": "z"}}
+{"validate": "z", "full": true}
+EOF
+)
+expect "create zstd" "$(line "$out" 1)" '"ok" : 1.0'
+expect "create none" "$(line "$out" 2)" '"ok" : 1.0'
+expect "unknown compressor" "$(line "$out" 3)" "unknown compressor 'lz4'"
+expect "unknown compressor code" "$(line "$out" 3)" '"codeName" : "BadValue"'
+expect "unknown configuration key" "$(line "$out" 4)" "unknown configuration key: 'leaf_page_max'"
+expect "fsync" "$(line "$out" 6)" '"ok" : 1.0'
+expect "collStats zstd" "$(line "$out" 7)" '"compressor" : "zstd"'
+expect "collStats zstd pages" "$(line "$out" 7)" '"leaf" : 1'
+expect "collStats none" "$(line "$out" 8)" '"compressor" : "none"'
+expect "listCollections options" "$(line "$out" 9)" '"options" : { "storageEngine" : { "btree" : { "configString" : "block_compressor=zstd" } } }'
+expect "validate zstd" "$(line "$out" 10)" '"valid" : true'
+out=$("$MINIDOC" --dbpath "$DIR/z" eval '{"collStats": "z"}')
+expect "compressor persists" "$out" '"compressor" : "zstd"'
+out=$("$MINIDOC" --dbpath "$DIR/z2" --opts '{"btree": {"blockCompressor": "zstd"}}' run <<'EOF'
+{"create": "c"}
+{"collStats": "c"}
+EOF
+)
+expect "database-wide default compressor" "$(line "$out" 2)" '"compressor" : "zstd"'
+
+# ---- eval -------------------------------------------------------------------------
+out=$("$MINIDOC" --dbpath "$DIR/mmapv1" --opts "$OPTS" eval '{"drop": "nope"}')
 expect_status "eval of a failing command" 1 $?
 expect "eval error reply" "$out" '"codeName" : "NamespaceNotFound"'
 
-out=$("$MINIDOC" --dbpath "$DIR/a" --opts "$OPTS" eval 'not json')
+out=$("$MINIDOC" --dbpath "$DIR/mmapv1" --opts "$OPTS" eval 'not json')
 expect_status "eval of bad JSON" 1 $?
 expect "eval bad JSON" "$out" '"code" : 9'
 
@@ -100,7 +159,7 @@ expect "dbname in ns" "$(line "$out" 2)" '"ns" : "shop.c"'
 expect "engine in serverStatus" "$(line "$out" 3)" '"storageEngine" : { "name" : "ephemeralForTest"'
 
 out=$(echo '{"insert": "c", "documents": [{}]}' | "$MINIDOC" --dbpath="$DIR/s" --smallfiles \
-    --opts "$OPTS" run)
+    --engine mmapv1 --opts "$OPTS" run)
 expect "--smallfiles and --dbpath=DIR" "$out" '"n" : 1'
 
 # ---- usage -----------------------------------------------------------------------
