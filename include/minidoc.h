@@ -143,6 +143,8 @@ typedef struct md_db md_db;
  *   dbName        database name, used in file names and "ns" (default "test")
  *   create        bool, create the directory and files if missing (true)
  *   smallFiles    bool, data file sizes divided by 4 (mmapv1)
+ *   cursorTimeoutMillis  idle cursors are closed after this long (600000,
+ *                 MongoDB's 10 minutes); also settable with setParameter
  *   mmapv1        {firstFileSize: bytes, nsSize: bytes,
  *                  debugRemapOnGrow: bool}      test knobs (mmapv1)
  *   btree         {cacheSizeMB, blockCompressor: "snappy"|"zstd"|"none",

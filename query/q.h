@@ -5,9 +5,12 @@
  * Pieces, each in its own file:
  *
  *   q_match.c    parse a filter into a matcher; match a document
+ *   q_regex.c    $regex / regex literals over PCRE2, compiled once per node
  *   q_update.c   parse an update (operators or replacement); apply it to a
  *                document, producing the new document and, when the size is
  *                unchanged, the damage list (the byte ranges that changed)
+ *   q_update_array.c  $push $addToSet $pop $pull $pullAll
+ *   q_proj.c     find projections: fields, $slice, $elemMatch, "a.$"
  *   q_key.c      index keys: a memcmp-comparable encoding of BSON values
  *                (after MongoDB's KeyString) and key generation from a key
  *                pattern, one key per array element for multikey paths
@@ -94,6 +97,14 @@ void q_damages_cleanup(q_damages *d);
  * for conflicting paths, and so on.  Caller owns *out.
  */
 int q_update_new(const bson_t *update, q_update **out, md_error *err);
+/*
+ * Same, with the update command's arrayFilters (an array of documents, or
+ * NULL) for the "$[id]" path components.  A path naming no filter is
+ * BadValue "No array filter found for identifier ..."; a filter no path
+ * uses is FailedToParse, as in MongoDB 3.6.
+ */
+int q_update_new_af(const bson_t *update, const bson_t *filters, q_update **out,
+                    md_error *err);
 bool q_update_is_replacement(const q_update *u);
 void q_update_destroy(q_update *u);
 

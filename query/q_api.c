@@ -111,6 +111,10 @@ int md_db_open(const char *path, const bson_t *opts, md_db **out, md_error *err)
     db->start_ms = q_now_ms();
     db->cursor_seed = (uint64_t)db->start_ms * 2654435761u ^ (uint64_t)getpid() ^
                       (uint64_t)(uintptr_t)db;
+    if ((rc = q_db_configure(db, opts, err)) != 0) {
+        free(db);
+        return rc;
+    }
     rc = eng_open(ops, path, db->name, opts, &db->eng, err);
     if (rc) {
         q_err_engine(err, rc, "opening the storage engine");

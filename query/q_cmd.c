@@ -217,6 +217,57 @@ int q_cmd_ping(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err)
     return 0;
 }
 
+/* cursorTimeoutMillis: a positive integral number of milliseconds. */
+static int cursor_timeout_value(const bson_iter_t *it, int64_t *ms, md_error *err)
+{
+    if (!q_iter_int64(it, ms) || *ms <= 0)
+        return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE,
+                     "cursorTimeoutMillis must be a positive integer");
+    return 0;
+}
+
+int q_db_configure(md_db *db, const bson_t *opts, md_error *err)
+{
+    bson_iter_t it;
+    int64_t ms;
+    if (!opts || !bson_iter_init_find(&it, opts, "cursorTimeoutMillis"))
+        return 0;
+    int rc = cursor_timeout_value(&it, &ms, err);
+    if (!rc)
+        db->cursor_timeout_ms = ms;
+    return rc;
+}
+
+/* {setParameter: 1, cursorTimeoutMillis: N} -> {was: old}; the only
+ * parameter minidoc has. */
+int q_cmd_set_parameter(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err)
+{
+    bson_iter_t it;
+    int64_t ms = 0;
+    bool found = false;
+    bson_iter_init(&it, cmd);
+    bson_iter_next(&it);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (q_is_generic_arg(k))
+            continue;
+        if (strcmp(k, "cursorTimeoutMillis"))
+            return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE, "attempted to set unrecognized "
+                         "parameter [%s], use help:true to see options ", k);
+        int rc = cursor_timeout_value(&it, &ms, err);
+        if (rc)
+            return rc;
+        found = true;
+    }
+    if (!found)
+        return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE, "no option found to set, use help:true "
+                     "to see options ");
+    BSON_APPEND_INT64(reply, "was",
+                      db->cursor_timeout_ms > 0 ? db->cursor_timeout_ms : Q_CURSOR_TIMEOUT_MS);
+    db->cursor_timeout_ms = ms;
+    return 0;
+}
+
 int q_cmd_build_info(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err)
 {
     bson_t arr;
@@ -272,6 +323,7 @@ static const struct {
     {"getMore", q_cmd_get_more},
     {"killCursors", q_cmd_kill_cursors},
     {"count", q_cmd_count},
+    {"distinct", q_cmd_distinct},
     {"create", q_cmd_create},
     {"drop", q_cmd_drop},
     {"dropDatabase", q_cmd_drop_database},
@@ -287,6 +339,7 @@ static const struct {
     {"compact", q_cmd_compact},
     {"fsync", q_cmd_fsync},
     {"ping", q_cmd_ping},
+    {"setParameter", q_cmd_set_parameter},
     {"buildInfo", q_cmd_build_info},
     {"buildinfo", q_cmd_build_info},
     {"isMaster", q_cmd_is_master},
@@ -314,6 +367,7 @@ static int run_command(md_db *db, const bson_t *command, bson_t *reply, md_error
     if (!fn)
         return q_err(err, MD_EINVAL, MD_CODE_COMMAND_NOT_FOUND, "no such command: '%s'",
                      bson_iter_key(&it));
+    q_cursor_reap(db, q_now_ms());
     int rc = fn(db, command, reply, err);
     if (rc && !err->message[0])
         q_err(err, rc, eng_rc_to_code(rc), "%s", md_strerror(rc));

@@ -285,8 +285,8 @@ static int upsert(md_db *db, const char *name, const bson_t *q, const q_update *
 /* ---- update -------------------------------------------------------------------------- */
 
 typedef struct upd_stmt {
-    bson_t q, u;
-    bool upsert, multi;
+    bson_t q, u, af; /* af: arrayFilters, when has_af */
+    bool upsert, multi, has_af;
 } upd_stmt;
 
 /* One {q, u, upsert, multi} statement; upsert and multi are 3.6's "safeBool"
@@ -313,9 +313,15 @@ static int parse_upd_stmt(const bson_iter_t *el, upd_stmt *s, md_error *err)
         } else if (flag || !strcmp(k, "q") || !strcmp(k, "u")) {
             return q_err_field_type(err, "update.updates", k, bson_iter_type(&it),
                                     flag ? "bool" : "object");
-        } else if (!strcmp(k, "collation") || !strcmp(k, "arrayFilters")) {
+        } else if (!strcmp(k, "arrayFilters")) {
+            if (!BSON_ITER_HOLDS_ARRAY(&it))
+                return q_err_field_type(err, "update.updates", k, bson_iter_type(&it), "array");
+            s->has_af = iter_doc(&it, &s->af);
+        } else if (!strcmp(k, "collation")) {
             return q_err(err, MD_ENOTSUP, MD_CODE_COMMAND_NOT_SUPPORTED,
                          "update option '%s' is not supported yet", k);
+        } else if (!strcmp(k, "hint")) {
+            continue; /* accepted as 4.2+ does; one plan per query anyway */
         } else {
             return q_err_field_unknown(err, "update.updates", k);
         }
@@ -363,7 +369,7 @@ static int update_stmt(md_db *db, const cmd_common *cc, const upd_stmt *s, upd_o
     q_coll *c = q_coll_find(db, cc->name);
     int rc = q_matcher_new(&s->q, &m, err);
     if (!rc)
-        rc = q_update_new(&s->u, &u, err);
+        rc = q_update_new_af(&s->u, s->has_af ? &s->af : NULL, &u, err);
     if (!rc && s->multi && q_update_is_replacement(u))
         rc = q_err(err, MD_EINVAL, MD_CODE_FAILED_TO_PARSE,
                    "multi update only works with $ operators");
@@ -480,7 +486,7 @@ static int parse_del_stmt(const bson_iter_t *el, bson_t *q, int64_t *limit, md_e
         } else if (strcmp(k, "collation") == 0) {
             return q_err(err, MD_ENOTSUP, MD_CODE_COMMAND_NOT_SUPPORTED,
                          "delete option 'collation' is not supported yet");
-        } else {
+        } else if (strcmp(k, "hint") != 0) { /* hint: accepted, one plan anyway */
             return q_err_field_unknown(err, "delete.deletes", k);
         }
     }
@@ -546,8 +552,8 @@ int q_cmd_delete(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err)
 /* ---- findAndModify ------------------------------------------------------------------- */
 
 typedef struct fam_args {
-    bson_t query, sort, update, fields;
-    bool remove, new_, upsert, durable, has_update;
+    bson_t query, sort, update, fields, af;
+    bool remove, new_, upsert, durable, has_update, has_af;
 } fam_args;
 
 static int fam_field(fam_args *a, bson_iter_t *it, md_error *err)
@@ -569,10 +575,16 @@ static int fam_field(fam_args *a, bson_iter_t *it, md_error *err)
             *flags[i] = bson_iter_as_bool(it);
             return 0;
         }
-    if (!strcmp(k, "collation") || !strcmp(k, "arrayFilters"))
+    if (!strcmp(k, "arrayFilters")) {
+        if (!BSON_ITER_HOLDS_ARRAY(it))
+            return q_err_field_type(err, "findAndModify", k, bson_iter_type(it), "array");
+        a->has_af = iter_doc(it, &a->af);
+        return 0;
+    }
+    if (!strcmp(k, "collation"))
         return q_err(err, MD_ENOTSUP, MD_CODE_COMMAND_NOT_SUPPORTED,
                      "findAndModify option '%s' is not supported yet", k);
-    if (strcmp(k, "bypassDocumentValidation") && !q_is_generic_arg(k))
+    if (strcmp(k, "bypassDocumentValidation") && strcmp(k, "hint") && !q_is_generic_arg(k))
         return q_err_field_unknown(err, "findAndModify", k);
     return 0;
 }
@@ -735,11 +747,12 @@ int q_cmd_find_and_modify(md_db *db, const bson_t *cmd, bson_t *reply, md_error 
         rc = q_write_allowed(db, err);
     if (rc)
         return rc;
-    rc = q_proj_init(&proj, &a.fields, err);
+    rc = q_proj_init_query(&proj, &a.fields, &a.query, err);
     if (!rc)
         rc = q_matcher_new(&a.query, &m, err);
+    proj.m = m;
     if (!rc && a.has_update)
-        rc = q_update_new(&a.update, &u, err);
+        rc = q_update_new_af(&a.update, a.has_af ? &a.af : NULL, &u, err);
     if (!rc)
         rc = fam_run(db, name, &a, m, u, &proj, reply, err);
     q_update_destroy(u);

@@ -61,9 +61,8 @@ typedef struct find_parse {
 
 static bool find_ignored(const char *k)
 {
-    static const char *const names[] = {"comment", "hint", "noCursorTimeout",
-                                        "allowPartialResults", "maxScan", "snapshot",
-                                        NULL};
+    static const char *const names[] = {"comment", "hint", "allowPartialResults",
+                                        "maxScan", "snapshot", NULL};
     for (size_t i = 0; names[i]; i++)
         if (strcmp(k, names[i]) == 0)
             return true;
@@ -96,10 +95,10 @@ static int find_field(bson_iter_t *it, find_parse *p, q_find_args *a, md_error *
         return get_count(it, "Limit", &a->limit, err);
     if (strcmp(k, "batchSize") == 0)
         return get_count(it, "BatchSize", &a->batch_size, err);
-    if (strcmp(k, "singleBatch") == 0) {
+    if (strcmp(k, "singleBatch") == 0 || strcmp(k, "noCursorTimeout") == 0) {
         if (!BSON_ITER_HOLDS_BOOL(it))
             return field_type_error(it, "bool", err);
-        a->single_batch = bson_iter_bool(it);
+        *(k[0] == 's' ? &a->single_batch : &a->no_timeout) = bson_iter_bool(it);
         return 0;
     }
     if (find_unsupported(k))

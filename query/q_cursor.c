@@ -1,6 +1,6 @@
 /*
- * q_cursor.c -- reading: plans, scans, projection, sort and the server-side
- * cursors behind find / getMore / killCursors.
+ * q_cursor.c -- reading: plans, scans, sort and the server-side cursors
+ * behind find / getMore / killCursors (projection is q_proj.c).
  *
  * Plans (q_scan_open): IDHACK (an `_id` equality on a plain value: one seek
  * in _id_, also used by update and delete), then a top-level equality on a
@@ -11,12 +11,20 @@
  * batches (eng.h) under a random 63-bit id.  Each batch looks one document
  * ahead, so an exhausted cursor answers id 0 at once; the look-ahead is
  * kept as a RecordId, fetched and re-matched by the next getMore.
+ *
+ * Sort keys follow MongoDB's rule for arrays: every value the dotted path
+ * reaches (through arrays of documents, the elements of a final array)
+ * competes, the smallest for an ascending key, the largest for a
+ * descending one.  Cursors idle for longer than cursorTimeoutMillis (10
+ * minutes by default, setParameter or the open option) are killed by the
+ * next command (q_cursor_reap), unless opened with noCursorTimeout.
  */
 #include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "q_int.h"
+#include "q_path.h"
 
 /* ---- plans and scans ------------------------------------------------------------ */
 
@@ -241,65 +249,6 @@ int q_scan_collect(md_db *db, q_coll *c, const bson_t *filter, const q_matcher *
     return rc;
 }
 
-/* ---- projection ---------------------------------------------------------------- */
-
-int q_proj_init(q_proj *p, const bson_t *spec, md_error *err)
-{
-    bson_iter_t it;
-    int mode = -1; /* -1 unknown, 0 exclusion, 1 inclusion */
-    memset(p, 0, sizeof *p);
-    bson_init(&p->fields);
-    p->id = true;
-    if (!spec || bson_empty(spec))
-        return 0;
-    p->active = true;
-    bson_iter_init(&it, spec);
-    while (bson_iter_next(&it)) {
-        const char *k = bson_iter_key(&it);
-        bool on = bson_iter_as_bool(&it);
-        if (BSON_ITER_HOLDS_DOCUMENT(&it) || BSON_ITER_HOLDS_ARRAY(&it) || k[0] == '$' ||
-            strchr(k, '.'))
-            return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE,
-                         "projection of '%s': only top-level inclusion or exclusion is "
-                         "supported yet", k);
-        if (strcmp(k, "_id") == 0) {
-            p->id = on;
-            continue;
-        }
-        if (mode >= 0 && mode != (int)on)
-            return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE,
-                         "Projection cannot have a mix of inclusion and exclusion.");
-        mode = on;
-        BSON_APPEND_BOOL(&p->fields, k, true);
-    }
-    /* {_id: 1} alone includes only _id; {_id: 0} alone excludes only _id */
-    p->inclusion = mode == 1 || (mode == -1 && p->id);
-    return 0;
-}
-
-void q_proj_apply(const q_proj *p, const bson_t *doc, bson_t *out)
-{
-    bson_iter_t it;
-    bson_init(out);
-    if (!p->active) {
-        bson_concat(out, doc);
-        return;
-    }
-    bson_iter_init(&it, doc);
-    while (bson_iter_next(&it)) {
-        const char *k = bson_iter_key(&it);
-        bool keep = strcmp(k, "_id") == 0 ? p->id
-                                           : bson_has_field(&p->fields, k) == p->inclusion;
-        if (keep)
-            bson_append_iter(out, NULL, 0, &it);
-    }
-}
-
-void q_proj_cleanup(q_proj *p)
-{
-    bson_destroy(&p->fields);
-}
-
 /* ---- sort ---------------------------------------------------------------------- */
 
 int q_sort_check(const bson_t *spec, md_error *err)
@@ -320,26 +269,85 @@ int q_sort_check(const bson_t *spec, md_error *err)
     return 0;
 }
 
-/* A document's sort value on path: arrays give their smallest element for an
- * ascending sort and their largest for a descending one.  False: null. */
+typedef struct sort_acc {
+    bool desc, have;
+    bson_iter_t best;
+} sort_acc;
+
+/* {n: null, u: undefined}: what a missing path and an empty array give. */
+static const uint8_t q_sort_consts[] = {0x0b, 0, 0, 0, 0x0a, 'n', 0, 0x06, 'u', 0, 0};
+
+static void sort_consider(sort_acc *a, const bson_iter_t *e)
+{
+    int c = a->have ? q_value_cmp(e, &a->best) : 0;
+    if (!a->have || (a->desc ? c > 0 : c < 0))
+        a->best = *e;
+    a->have = true;
+}
+
+/* Consider the constant "n" (null) or "u" (undefined). */
+static void sort_consider_const(sort_acc *a, const char *which)
+{
+    bson_iter_t c;
+    if (bson_iter_init_from_data(&c, q_sort_consts, sizeof q_sort_consts) &&
+        bson_iter_find(&c, which))
+        sort_consider(a, &c);
+}
+
+/* Every value the sort key path reaches, as index key generation finds
+ * them: through documents and arrays of documents, an array at the end
+ * giving its elements (an empty one: undefined, which sorts before null);
+ * a path that stops early gives null. */
+static void sort_walk(sort_acc *a, const uint8_t *data, uint32_t len, const q_path *p, size_t i)
+{
+    bson_iter_t e, x;
+    const uint8_t *d;
+    uint32_t l;
+    if (!q_doc_find(data, len, p->part[i], &e)) {
+        sort_consider_const(a, "n");
+    } else if (i + 1 == p->n) {
+        if (!BSON_ITER_HOLDS_ARRAY(&e) || !bson_iter_recurse(&e, &x)) {
+            sort_consider(a, &e);
+            return;
+        }
+        bool any = false;
+        while (bson_iter_next(&x))
+            sort_consider(a, &x), any = true;
+        if (!any)
+            sort_consider_const(a, "u");
+    } else if (BSON_ITER_HOLDS_DOCUMENT(&e) ||
+               (BSON_ITER_HOLDS_ARRAY(&e) && q_all_digits(p->part[i + 1]))) {
+        q_iter_sub(&e, &d, &l);
+        sort_walk(a, d, l, p, i + 1);
+    } else if (BSON_ITER_HOLDS_ARRAY(&e) && bson_iter_recurse(&e, &x)) {
+        while (bson_iter_next(&x)) {
+            if (BSON_ITER_HOLDS_DOCUMENT(&x)) {
+                q_iter_sub(&x, &d, &l);
+                sort_walk(a, d, l, p, i + 1);
+            } else {
+                sort_consider_const(a, "n");
+            }
+        }
+    } else {
+        sort_consider_const(a, "n");
+    }
+}
+
+/* A document's sort value on path: the smallest value the path reaches for
+ * an ascending sort, the largest for a descending one (MongoDB's rule for
+ * arrays).  False: null. */
 static bool sort_value(const bson_t *doc, const char *path, bool desc, bson_iter_t *out)
 {
-    bson_iter_t it, el;
-    bool have = false;
-    if (!bson_iter_init(&it, doc) || !bson_iter_find_descendant(&it, path, &it))
+    q_path p;
+    sort_acc a = {.desc = desc};
+    if (!q_path_init(&p, path, -1))
         return false;
-    if (!BSON_ITER_HOLDS_ARRAY(&it)) {
-        *out = it;
-        return !BSON_ITER_HOLDS_NULL(&it) && !BSON_ITER_HOLDS_UNDEFINED(&it);
-    }
-    bson_iter_recurse(&it, &el);
-    while (bson_iter_next(&el)) {
-        int c = have ? q_value_cmp(&el, out) : 0;
-        if (!have || (desc ? c > 0 : c < 0))
-            *out = el;
-        have = true;
-    }
-    return have;
+    sort_walk(&a, bson_get_data(doc), doc->len, &p, 0);
+    q_path_cleanup(&p);
+    if (!a.have)
+        return false;
+    *out = a.best;
+    return true;
 }
 
 typedef struct sort_item {
@@ -402,6 +410,8 @@ typedef struct q_cursor {
     bson_t view;
     int64_t limit, returned;
     eng_rid stash;
+    int64_t used_ms; /* last find/getMore, for the idle timeout */
+    bool no_timeout;
     struct q_cursor *next;
 } q_cursor;
 
@@ -543,7 +553,7 @@ static int cursor_start(q_cursor *cur, const q_find_args *a, md_error *err)
 {
     const bson_t *doc;
     eng_rid rid;
-    int rc = q_proj_init(&cur->proj, a->projection, err);
+    int rc = q_proj_init_query(&cur->proj, a->projection, a->filter, err);
     if (!rc)
         rc = q_sort_check(a->sort, err);
     if (!rc && a->filter)
@@ -552,6 +562,7 @@ static int cursor_start(q_cursor *cur, const q_find_args *a, md_error *err)
         bson_init(&cur->filter);
     if (!rc)
         rc = q_matcher_new(&cur->filter, &cur->m, err);
+    cur->proj.m = cur->m;
     if (rc || !cur->c)
         return rc;
     if ((rc = q_scan_open(&cur->scan, cur->db, cur->c, &cur->filter, cur->m, err)) != 0)
@@ -584,6 +595,8 @@ int q_cursor_find(md_db *db, q_coll *c, const char *ns, const q_find_args *a, bs
     cur->id = a->single_batch ? 0 : cursor_new_id(db);
     reply_batch(cur, reply, a->batch_size >= 0 ? a->batch_size : Q_DEFAULT_BATCH, true,
                 &exhausted);
+    cur->used_ms = q_now_ms();
+    cur->no_timeout = a->no_timeout;
     if (exhausted || a->single_batch || !c) {
         q_coll_unlock(db, c);
         cursor_free(cur);
@@ -633,10 +646,29 @@ int q_cursor_get_more(md_db *db, int64_t id, const char *ns, int64_t batch_size,
     if (exhausted) {
         cursor_free(cur);
     } else {
+        cur->used_ms = q_now_ms();
         cur->next = db->cursors;
         db->cursors = cur;
     }
     return 0;
+}
+
+/* Cursors idle longer than the timeout are killed, as MongoDB's
+ * ClientCursorMonitor does every few seconds; minidoc has no background
+ * thread, so every command runs this first (a linear pass). */
+void q_cursor_reap(md_db *db, int64_t now_ms)
+{
+    int64_t limit = db->cursor_timeout_ms > 0 ? db->cursor_timeout_ms : Q_CURSOR_TIMEOUT_MS;
+    q_cursor **p = &db->cursors;
+    while (*p) {
+        q_cursor *cur = *p;
+        if (!cur->no_timeout && now_ms - cur->used_ms > limit) {
+            *p = cur->next;
+            cursor_free(cur);
+        } else {
+            p = &cur->next;
+        }
+    }
 }
 
 int q_cursor_kill(md_db *db, int64_t id)

@@ -36,6 +36,7 @@
 #define Q_INDEXES_MAX 64
 #define Q_SORT_MEM_MAX (32 * 1024 * 1024) /* internalQueryExecMaxBlockingSortBytes */
 #define Q_DEFAULT_BATCH 101
+#define Q_CURSOR_TIMEOUT_MS (10 * 60 * 1000) /* cursorTimeoutMillis default */
 #define Q_CODE_OPERATION_FAILED 96
 #define Q_CODE_UNAUTHORIZED 13
 #define Q_CODE_INVALID_LENGTH 16
@@ -81,6 +82,7 @@ struct md_db {
     md_error fail_err;    /* what made it fail */
     struct q_cursor *cursors;
     uint64_t cursor_seed;
+    int64_t cursor_timeout_ms; /* idle cursors die after this; 0: the default */
     q_metrics m;
     int64_t start_ms;
 };
@@ -172,12 +174,20 @@ const char *q_scan_plan_name(const q_scan *s);
 int q_scan_collect(md_db *db, q_coll *c, const bson_t *filter, const q_matcher *m,
                    int64_t limit, eng_rid **rids, size_t *n, md_error *err);
 
-/* ---- projection and sort (q_cursor.c) ------------------------------------ */
+/* ---- projection (q_proj.c) and sort (q_cursor.c) ------------------------ */
+struct q_pnode;
 typedef struct q_proj {
-    bool active, inclusion, id;
-    bson_t fields; /* top-level names */
+    bool active, id;
+    bool positional, elem_match;
+    struct q_pnode *root;
+    const q_matcher *m; /* borrowed: the query, for "a.$"; set by the caller */
 } q_proj;
-int q_proj_init(q_proj *p, const bson_t *spec, md_error *err);
+/* Parse a projection; `filter` (may be NULL) is the query a positional
+ * projection must refer to.  BadValue for the errors of 3.6's
+ * ParsedProjection.  q_proj_cleanup() releases it (also after an error). */
+int q_proj_init_query(q_proj *p, const bson_t *spec, const bson_t *filter, md_error *err);
+/* Project doc into out (initialized by the call); a positional projection
+ * uses p->m to find the matched array element. */
 void q_proj_apply(const q_proj *p, const bson_t *doc, bson_t *out);
 void q_proj_cleanup(q_proj *p);
 /* Validate a sort spec ({f: 1, g: -1}). */
@@ -189,12 +199,15 @@ typedef struct q_find_args {
     const bson_t *filter, *projection, *sort;
     int64_t skip, limit, batch_size; /* batch_size -1: default */
     bool single_batch;
+    bool no_timeout; /* noCursorTimeout: never reaped for idleness */
 } q_find_args;
 /* Run a find, appending "cursor: {firstBatch, id, ns}" to reply. */
 int q_cursor_find(md_db *db, q_coll *c, const char *ns, const q_find_args *a, bson_t *reply,
                   md_error *err);
 int q_cursor_get_more(md_db *db, int64_t id, const char *ns, int64_t batch_size,
                       bson_t *reply, md_error *err);
+/* Kill the cursors idle for longer than db->cursor_timeout_ms. */
+void q_cursor_reap(md_db *db, int64_t now_ms);
 /* Kill one cursor: 0 or MD_NOTFOUND. */
 int q_cursor_kill(md_db *db, int64_t id);
 /* Kill every cursor of collection c (NULL: all). */
@@ -250,6 +263,7 @@ int q_cmd_find(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
 int q_cmd_get_more(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
 int q_cmd_kill_cursors(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
 int q_cmd_count(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
+int q_cmd_distinct(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
 int q_cmd_create(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
 int q_cmd_drop(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
 int q_cmd_list_collections(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
@@ -263,6 +277,10 @@ int q_cmd_validate(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
 int q_cmd_compact(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
 int q_cmd_fsync(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
 int q_cmd_ping(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
+int q_cmd_set_parameter(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
+/* Apply the query layer's open options (cursorTimeoutMillis) to db; meant
+ * to be called by md_db_open. */
+int q_db_configure(md_db *db, const bson_t *opts, md_error *err);
 int q_cmd_build_info(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
 int q_cmd_is_master(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
 int q_cmd_drop_database(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);

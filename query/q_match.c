@@ -9,14 +9,17 @@
  * Leaves see documents through walk_obj()/walk_array(), a transliteration
  * of MongoDB's BSONElementIterator (arrays of documents, numeric
  * components, leaf arrays yielding their elements then themselves, a
- * missing path yielding "missing" once).  Regular expressions, $where,
- * $text, $expr and geo operators are NotYetImplemented (238).
+ * missing path yielding "missing" once).  Regular expressions ($regex with
+ * $options, regex literals, also inside $in/$nin/$all/$not) are compiled
+ * once per node (q_regex.c).  $where, $text, $expr and geo operators are
+ * NotYetImplemented (238).
  */
 #include <math.h>
 #include <string.h>
 
 #include "q.h"
 #include "q_path.h"
+#include "q_regex.h"
 
 #define Q_MATCH_MAX_DEPTH 100
 
@@ -24,7 +27,7 @@ typedef enum q_mkind {
     QM_AND, QM_OR, QM_NOR, QM_NOT,
     QM_EQ, QM_LT, QM_LTE, QM_GT, QM_GTE,
     QM_IN, QM_EXISTS, QM_SIZE, QM_TYPE, QM_MOD,
-    QM_ELEM_OBJ, QM_ELEM_VAL,
+    QM_ELEM_OBJ, QM_ELEM_VAL, QM_REGEX,
 } q_mkind;
 
 typedef struct q_mnode q_mnode;
@@ -36,6 +39,9 @@ struct q_mnode {
     bool in_has_null;   /* IN: the array holds null (so missing matches) */
     int64_t num[2];     /* SIZE: n; MOD: divisor, remainder */
     uint32_t types;     /* TYPE: bit per BSON type; bit 0 = "number" */
+    q_regex **re;       /* REGEX: re[0]; IN: one per regex element */
+    char *rx_pat, *rx_flags; /* REGEX: source, to compare regex values */
+    size_t nre;
     q_mnode **kid;
     size_t nkid, capkid;
 };
@@ -68,6 +74,11 @@ static void node_free(q_mnode *n)
     for (size_t i = 0; i < n->nkid; i++)
         node_free(n->kid[i]);
     bson_free(n->kid);
+    for (size_t i = 0; i < n->nre; i++)
+        q_regex_free(n->re[i]);
+    bson_free(n->re);
+    bson_free(n->rx_pat);
+    bson_free(n->rx_flags);
     if (n->has_path)
         q_path_cleanup(&n->path);
     bson_free(n);
@@ -191,6 +202,34 @@ static bool cmp_single(q_mkind op, const bson_iter_t *rhs, const bson_iter_t *e)
     }
 }
 
+/* Does regex `re` match string or symbol e? */
+static bool regex_string(const q_regex *re, const bson_iter_t *e)
+{
+    uint32_t len;
+    const char *s;
+    if (BSON_ITER_HOLDS_UTF8(e))
+        s = bson_iter_utf8(e, &len);
+    else if (BSON_ITER_HOLDS_SYMBOL(e))
+        s = bson_iter_symbol(e, &len);
+    else
+        return false;
+    return q_regex_match(re, s, len);
+}
+
+/* RegexMatchExpression::matchesSingleElement: strings and symbols by the
+ * pattern, regex values by equal pattern and flags. */
+static bool regex_single(const q_mnode *n, const bson_iter_t *e)
+{
+    if (!e)
+        return false;
+    if (BSON_ITER_HOLDS_REGEX(e)) {
+        const char *flags;
+        const char *pat = bson_iter_regex(e, &flags);
+        return !strcmp(pat, n->rx_pat) && !strcmp(flags ? flags : "", n->rx_flags);
+    }
+    return regex_string(n->re[0], e);
+}
+
 static bool in_single(const q_mnode *n, const bson_iter_t *e)
 {
     if (!e)
@@ -200,6 +239,9 @@ static bool in_single(const q_mnode *n, const bson_iter_t *e)
         return false;
     while (bson_iter_next(&v))
         if (q_value_cmp(e, &v) == 0)
+            return true;
+    for (size_t i = 0; i < n->nre; i++)
+        if (regex_string(n->re[i], e))
             return true;
     return false;
 }
@@ -285,6 +327,7 @@ static bool leaf_single(const q_mnode *n, const bson_iter_t *e)
     case QM_SIZE: return e && BSON_ITER_HOLDS_ARRAY(e) && array_count(e) == n->num[0];
     case QM_TYPE: return type_single(n, e);
     case QM_MOD: return mod_single(n, e);
+    case QM_REGEX: return regex_single(n, e);
     case QM_ELEM_OBJ:
     case QM_ELEM_VAL: return elem_single(n, e, NULL);
     case QM_NOT: return !leaf_single(n->kid[0], e);
@@ -389,6 +432,8 @@ static int nyi(md_error *err, const char *what)
 
 static int parse_doc(const uint8_t *data, uint32_t len, q_mnode *and, int depth,
                      bool top, md_error *err);
+static int add_regex_literal(const char *path, const bson_iter_t *e, q_mnode *and,
+                             md_error *err);
 static int parse_ops(const char *path, const bson_iter_t *ops, q_mnode *and, int depth,
                      md_error *err);
 
@@ -462,6 +507,71 @@ static int parse_top_op(const char *op, const bson_iter_t *e, q_mnode *and, int 
     return bad(err, "unknown top level operator: %s", op);
 }
 
+/* Append to n a compiled regex (n->re grows by one). */
+static int regex_push(q_mnode *n, const char *pat, uint32_t len, const char *flags,
+                      md_error *err)
+{
+    q_regex *re;
+    int rc = q_regex_compile(pat, len, flags, &re, err);
+    if (rc)
+        return rc;
+    n->re = bson_realloc(n->re, (n->nre + 1) * sizeof *n->re);
+    n->re[n->nre++] = re;
+    return 0;
+}
+
+/* A REGEX leaf on path for pattern (len bytes) and flags. */
+static int add_regex(const char *path, const char *pat, uint32_t len, const char *flags,
+                     q_mnode *and, md_error *err)
+{
+    q_mnode *l = leaf_new(QM_REGEX, path, NULL);
+    node_add(and, l);
+    l->rx_pat = bson_strdup(pat);
+    l->rx_flags = bson_strdup(flags ? flags : "");
+    return regex_push(l, pat, len, flags, err);
+}
+
+/* {path: /pat/flags} */
+static int add_regex_literal(const char *path, const bson_iter_t *e, q_mnode *and,
+                             md_error *err)
+{
+    const char *flags;
+    const char *pat = bson_iter_regex(e, &flags);
+    return add_regex(path, pat, (uint32_t)strlen(pat), flags, and, err);
+}
+
+/* {path: {$regex: .., $options: ..}}: one leaf for the pair, whatever their
+ * order; as in 3.6 the later of a literal's flags and $options wins. */
+static int parse_regex_doc(const char *path, const bson_iter_t *ops, q_mnode *and,
+                           md_error *err)
+{
+    bson_iter_t x;
+    const char *pat = NULL, *flags = "";
+    uint32_t len = 0;
+    if (!bson_iter_recurse(ops, &x))
+        return md_error_set(err, MD_EINVAL, MD_CODE_INVALID_BSON, "invalid BSON in filter");
+    while (bson_iter_next(&x)) {
+        const char *k = bson_iter_key(&x);
+        if (!strcmp(k, "$regex")) {
+            if (BSON_ITER_HOLDS_UTF8(&x)) {
+                pat = bson_iter_utf8(&x, &len);
+            } else if (BSON_ITER_HOLDS_REGEX(&x)) {
+                pat = bson_iter_regex(&x, &flags);
+                len = (uint32_t)strlen(pat);
+            } else {
+                return bad(err, "%s has to be a string", "$regex");
+            }
+        } else if (!strcmp(k, "$options")) {
+            if (!BSON_ITER_HOLDS_UTF8(&x))
+                return bad(err, "%s has to be a string", "$options");
+            flags = bson_iter_utf8(&x, NULL);
+        }
+    }
+    if (!pat)
+        return bad(err, "%s needs a $regex", "$options");
+    return add_regex(path, pat, len, flags, and, err);
+}
+
 /* A filter document: implicit AND of its fields. */
 static int parse_doc(const uint8_t *data, uint32_t len, q_mnode *and, int depth, bool top,
                      md_error *err)
@@ -479,7 +589,7 @@ static int parse_doc(const uint8_t *data, uint32_t len, q_mnode *and, int depth,
         else if (is_expression_doc(&e))
             rc = parse_ops(k, &e, and, depth, err);
         else if (BSON_ITER_HOLDS_REGEX(&e))
-            rc = nyi(err, "regular expression matching");
+            rc = add_regex_literal(k, &e, and, err);
         else {
             node_add(and, leaf_new(QM_EQ, k, &e));
             rc = 0;
@@ -502,7 +612,7 @@ static int parse_cmp(q_mkind kind, const char *path, const bson_iter_t *e, q_mno
     return 0;
 }
 
-/* $in / $nin: an array of values (regexes not yet supported). */
+/* $in / $nin: an array of values; regexes match strings by pattern. */
 static int parse_in(const char *op, const char *path, const bson_iter_t *e, q_mnode *and,
                     md_error *err)
 {
@@ -520,8 +630,13 @@ static int parse_in(const char *op, const char *path, const bson_iter_t *e, q_mn
     while (bson_iter_next(&x)) {
         if (is_expression_doc(&x))
             return bad(err, "cannot nest $ under %s", "$in");
-        if (BSON_ITER_HOLDS_REGEX(&x))
-            return nyi(err, "a regular expression in $in");
+        if (BSON_ITER_HOLDS_REGEX(&x)) {
+            const char *flags;
+            const char *pat = bson_iter_regex(&x, &flags);
+            int rc = regex_push(n, pat, (uint32_t)strlen(pat), flags, err);
+            if (rc)
+                return rc;
+        }
         if (BSON_ITER_HOLDS_UNDEFINED(&x))
             return bad(err, "InMatchExpression equality cannot be %s", "undefined");
         n->in_has_null |= BSON_ITER_HOLDS_NULL(&x);
@@ -532,8 +647,11 @@ static int parse_in(const char *op, const char *path, const bson_iter_t *e, q_mn
 static int parse_not(const char *path, const bson_iter_t *e, q_mnode *and, int depth,
                      md_error *err)
 {
-    if (BSON_ITER_HOLDS_REGEX(e))
-        return nyi(err, "a regular expression in $not");
+    if (BSON_ITER_HOLDS_REGEX(e)) {
+        q_mnode *rnot = node_new(QM_NOT);
+        node_add(and, rnot);
+        return add_regex_literal(path, e, rnot, err);
+    }
     if (!BSON_ITER_HOLDS_DOCUMENT(e))
         return bad(err, "%s needs a regex or a document", "$not");
     if (!array_count(e))
@@ -700,10 +818,10 @@ static int parse_all(const char *path, const bson_iter_t *e, q_mnode *and, int d
         first = false;
         if (is_em != elem)
             return bad(err, "%s has to be consistent", "$all/$elemMatch");
-        if (BSON_ITER_HOLDS_REGEX(&x))
-            return nyi(err, "a regular expression in $all");
         int rc = 0;
-        if (is_em && bson_iter_recurse(&x, &em) && bson_iter_next(&em))
+        if (BSON_ITER_HOLDS_REGEX(&x))
+            rc = add_regex_literal(path, &x, and, err);
+        else if (is_em && bson_iter_recurse(&x, &em) && bson_iter_next(&em))
             rc = parse_elem_match(path, &em, and, depth, err);
         else if (is_expression_doc(&x))
             rc = bad(err, "no $ expressions in %s", "$all");
@@ -769,7 +887,7 @@ static int parse_op(const char *path, const bson_iter_t *e, q_mnode *and, int de
     if (!strcmp(op, "$where"))
         return bad(err, "%s cannot be applied to a field", "$where");
     static const char *const later[] = {
-        "$regex", "$options", "$geoWithin", "$geoIntersects", "$near", "$nearSphere",
+        "$geoWithin", "$geoIntersects", "$near", "$nearSphere",
         "$within", "$bitsAllSet", "$bitsAllClear", "$bitsAnySet", "$bitsAnyClear",
         "$_internalSchemaType"};
     for (size_t i = 0; i < sizeof later / sizeof later[0]; i++)
@@ -784,10 +902,19 @@ static int parse_ops(const char *path, const bson_iter_t *ops, q_mnode *and, int
     bson_iter_t x;
     if (depth > Q_MATCH_MAX_DEPTH)
         return bad(err, "exceeded maximum query tree depth of 100 at %s", path);
+    bool regex_done = false;
     if (!bson_iter_recurse(ops, &x))
         return md_error_set(err, MD_EINVAL, MD_CODE_INVALID_BSON, "invalid BSON in filter");
     while (bson_iter_next(&x)) {
-        int rc = parse_op(path, &x, and, depth, err);
+        const char *k = bson_iter_key(&x);
+        int rc = 0;
+        if (!strcmp(k, "$regex") || !strcmp(k, "$options")) {
+            if (!regex_done)
+                rc = parse_regex_doc(path, ops, and, err);
+            regex_done = true;
+        } else {
+            rc = parse_op(path, &x, and, depth, err);
+        }
         if (rc)
             return rc;
     }

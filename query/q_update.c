@@ -10,8 +10,12 @@
  * are rebuilt by it, others are copied byte for byte; then the children
  * that found no field create theirs, in name order (3.6 keeps children in
  * a sorted map, so one update's new fields appear sorted).  $rename is a
- * placeholder at its source and a leaf at its target, as in 3.6.  Array
- * operators ($push $pull ...) and array filters are NotYetImplemented.
+ * placeholder at its source and a leaf at its target, as in 3.6.  The
+ * array operators ($push $addToSet $pop $pull $pullAll) are leaves whose
+ * work is done in q_update_array.c.  "$[]" and "$[id]" children (with
+ * the update's arrayFilters, each parsed into a matcher run on {id: elem})
+ * are kept apart from the named children and applied to every element, or
+ * to the elements their filter matches.
  */
 #include <math.h>
 #include <stdio.h>
@@ -21,12 +25,14 @@
 
 #include "q.h"
 #include "q_path.h"
+#include "q_uarr.h"
 
 #define Q_DAMAGE_GAP 8 /* equal bytes that still join two changed ranges */
 
 typedef enum q_uop {
     QU_SET, QU_UNSET, QU_INC, QU_MUL, QU_MIN, QU_MAX, QU_SET_ON_INSERT,
     QU_CURRENT_DATE, QU_RENAME_SRC, QU_RENAME_DST,
+    QU_PUSH, QU_ADD_TO_SET, QU_POP, QU_PULL, QU_PULL_ALL, QU_BIT,
 } q_uop;
 
 typedef struct q_unode q_unode;
@@ -38,9 +44,12 @@ struct q_unode {
     bson_iter_t arg;     /* leaf argument, into q_update.doc */
     bool timestamp;      /* $currentDate {$type: "timestamp"} */
     size_t rename;       /* QU_RENAME_*: index into q_update.rename */
+    q_uarr *arr;         /* QU_PUSH .. QU_PULL_ALL */
     q_unode **kid;       /* sorted by strcmp of name */
     size_t nkid, capkid;
     q_unode *positional; /* the "$" child */
+    q_unode **af;        /* the "$[]" and "$[id]" children */
+    size_t naf;
 };
 
 typedef struct q_rename {
@@ -50,6 +59,8 @@ typedef struct q_rename {
 
 struct q_update {
     bson_t *doc;
+    q_afilter *af;
+    size_t naf;
     bool replacement;
     q_unode *root;
     q_rename *rename;
@@ -73,6 +84,10 @@ static void unode_free(q_unode *n)
     for (size_t i = 0; i < n->nkid; i++)
         unode_free(n->kid[i]);
     unode_free(n->positional);
+    for (size_t i = 0; i < n->naf; i++)
+        unode_free(n->af[i]);
+    bson_free(n->af);
+    q_uarr_destroy(n->arr);
     bson_free(n->kid);
     bson_free(n->name);
     bson_free(n->full);
@@ -97,6 +112,9 @@ static q_unode *kid_get(const q_unode *n, const char *name)
 {
     if (!strcmp(name, "$"))
         return n->positional;
+    for (size_t j = 0; name[0] == '$' && name[1] == '[' && j < n->naf; j++)
+        if (!strcmp(n->af[j]->name, name))
+            return n->af[j];
     size_t i = kid_lower(n, name);
     return i < n->nkid && !strcmp(n->kid[i]->name, name) ? n->kid[i] : NULL;
 }
@@ -106,6 +124,11 @@ static void kid_set(q_unode *n, q_unode *kid)
     if (!strcmp(kid->name, "$")) {
         assert(!n->positional);
         n->positional = kid;
+        return;
+    }
+    if (kid->name[0] == '$' && kid->name[1] == '[') {
+        n->af = bson_realloc(n->af, (n->naf + 1) * sizeof *n->af);
+        n->af[n->naf++] = kid;
         return;
     }
     if (n->nkid == n->capkid) {
@@ -160,8 +183,32 @@ out_fail:
 
 /* ---- parsing ---------------------------------------------------------------- */
 
+/* The array filter named by component "$[id]" of `dotted`, marked used;
+ * BadValue when there is none. */
+static int af_resolve(q_update *u, const char *c, const char *dotted, md_error *err)
+{
+    if (!strcmp(c, "$[]"))
+        return 0;
+    size_t n = strlen(c);
+    for (size_t i = 0; u && i < u->naf; i++) {
+        if (n == strlen(u->af[i].name) + 3 && !strncmp(c + 2, u->af[i].name, n - 3)) {
+            u->af[i].used = true;
+            return 0;
+        }
+    }
+    return md_error_set(err, MD_EINVAL, MD_CODE_BAD_VALUE,
+                        "No array filter found for identifier '%.*s' in path '%s'",
+                        (int)(n > 3 ? n - 3 : 0), c + 2, dotted);
+}
+
 /* fieldchecker::isUpdatable plus the positional rules of parseAndMerge. */
+static int check_path_af(q_update *u, const char *dotted, q_path *p, md_error *err);
 static int check_path(const char *dotted, q_path *p, md_error *err)
+{
+    return check_path_af(NULL, dotted, p, err);
+}
+
+static int check_path_af(q_update *u, const char *dotted, q_path *p, md_error *err)
 {
     if (!*dotted)
         return md_error_set(err, MD_EINVAL, MD_CODE_EMPTY_FIELD_NAME,
@@ -173,13 +220,20 @@ static int check_path(const char *dotted, q_path *p, md_error *err)
     size_t npos = 0;
     for (size_t i = 0; i < p->n; i++) {
         const char *c = p->part[i];
-        if (c[0] == '$' && c[1] == '[') {
-            md_error_set(err, MD_EINVAL, MD_CODE_NOT_YET_IMPLEMENTED,
-                         "array filters ('%s' in path '%s') are not supported yet", c, dotted);
-            q_path_cleanup(p);
-            return MD_EINVAL;
+        if (c[0] == '$' && c[1] == '[' && c[strlen(c) - 1] == ']') {
+            if (af_resolve(u, c, dotted, err)) {
+                q_path_cleanup(p);
+                return MD_EINVAL;
+            }
+            continue;
         }
         npos += !strcmp(c, "$");
+    }
+    if (!strncmp(p->part[0], "$[", 2) && p->part[0][strlen(p->part[0]) - 1] == ']') {
+        q_path_cleanup(p);
+        return md_error_set(err, MD_EINVAL, MD_CODE_BAD_VALUE,
+                            "Cannot have array filter identifier (i.e. '$[<id>]') element in "
+                            "the first position in path '%s'", dotted);
     }
     if (npos > 1 || (npos && !strcmp(p->part[0], "$"))) {
         q_path_cleanup(p);
@@ -196,7 +250,7 @@ static int check_path(const char *dotted, q_path *p, md_error *err)
 static bool path_has_positional(const q_path *p)
 {
     for (size_t i = 0; i < p->n; i++)
-        if (!strcmp(p->part[i], "$"))
+        if (!strcmp(p->part[i], "$") || !strncmp(p->part[i], "$[", 2))
             return true;
     return false;
 }
@@ -266,6 +320,13 @@ static int leaf_init(q_unode *leaf, const bson_iter_t *e, md_error *err)
                               e);
         return 0;
     case QU_CURRENT_DATE: return parse_current_date(leaf, e, err);
+    case QU_PUSH:
+    case QU_ADD_TO_SET:
+    case QU_POP:
+    case QU_PULL:
+    case QU_PULL_ALL:
+        return q_uarr_new((q_uarr_kind)(leaf->op - QU_PUSH), e, &leaf->arr, err);
+    case QU_BIT: return q_bit_check(e, err);
     default: return 0;
     }
 }
@@ -276,7 +337,7 @@ static int parse_field(q_update *u, q_uop op, const bson_iter_t *e, size_t renam
 {
     q_path p;
     const char *dotted = bson_iter_key(e);
-    int rc = check_path(dotted, &p, err);
+    int rc = check_path_af(u, dotted, &p, err);
     if (rc)
         return rc;
     q_unode *leaf = bson_aligned_alloc0(BSON_ALIGNOF(q_unode), sizeof *leaf);
@@ -427,9 +488,9 @@ static const struct {
     {"$mul", QU_MUL},       {"$min", QU_MIN},       {"$max", QU_MAX},
     {"$rename", -1},        {"$setOnInsert", QU_SET_ON_INSERT},
     {"$currentDate", QU_CURRENT_DATE},
-    {"$push", -2},          {"$pushAll", -2},       {"$pull", -2},
-    {"$pullAll", -2},       {"$addToSet", -2},      {"$pop", -2},
-    {"$bit", -2},
+    {"$push", QU_PUSH},     {"$pull", QU_PULL},     {"$pullAll", QU_PULL_ALL},
+    {"$addToSet", QU_ADD_TO_SET},                   {"$pop", QU_POP},
+    {"$bit", QU_BIT},
 };
 
 /* One top-level modifier {$op: {...}} (UpdateDriver's validateMod). */
@@ -473,13 +534,21 @@ static int parse_modifier(q_update *u, const bson_iter_t *mod, md_error *err)
 
 int q_update_new(const bson_t *update, q_update **out, md_error *err)
 {
+    return q_update_new_af(update, NULL, out, err);
+}
+
+int q_update_new_af(const bson_t *update, const bson_t *filters, q_update **out,
+                    md_error *err)
+{
     assert(update && out);
     *out = NULL;
     q_update *u = bson_malloc0(sizeof *u);
     u->doc = bson_copy(update);
     u->root = unode_new("", "");
     bson_iter_t it;
-    int rc = 0;
+    int rc = filters ? q_afilters_parse(filters, &u->af, &u->naf, err) : 0;
+    if (rc)
+        goto out_fail;
     if (!bson_iter_init(&it, u->doc)) {
         rc = md_error_set(err, MD_EINVAL, MD_CODE_INVALID_BSON, "invalid BSON in update");
         goto out_fail;
@@ -496,6 +565,8 @@ int q_update_new(const bson_t *update, q_update **out, md_error *err)
         do
             rc = parse_modifier(u, &it, err);
         while (!rc && bson_iter_next(&it));
+        if (!rc)
+            rc = q_afilters_check_used(u->af, u->naf, u->doc, err);
     }
     if (rc)
         goto out_fail;
@@ -517,6 +588,7 @@ void q_update_destroy(q_update *u)
     if (!u)
         return;
     unode_free(u->root);
+    q_afilters_free(u->af, u->naf);
     for (size_t i = 0; i < u->nrename; i++)
         q_path_cleanup(&u->rename[i].from);
     bson_free(u->rename);
@@ -571,6 +643,9 @@ static bool may_create(const q_uctx *c, const q_unode *n)
     if (n->leaf) {
         switch (n->op) {
         case QU_UNSET:
+        case QU_POP:
+        case QU_PULL:
+        case QU_PULL_ALL:
         case QU_RENAME_SRC: return false;
         case QU_SET_ON_INSERT: return c->inserting;
         case QU_RENAME_DST: return c->rs[n->rename].found;
@@ -579,6 +654,9 @@ static bool may_create(const q_uctx *c, const q_unode *n)
     }
     for (size_t i = 0; i < n->nkid; i++)
         if (may_create(c, n->kid[i]))
+            return true;
+    for (size_t i = 0; i < n->naf; i++)
+        if (may_create(c, n->af[i]))
             return true;
     return n->positional && may_create(c, n->positional);
 }
@@ -763,6 +841,60 @@ out:
     return rc;
 }
 
+/* An array operator on element e (NULL: missing).  The array is rebuilt
+ * into a scratch buffer so that an unchanged one is copied as it was. */
+static int leaf_array(q_uctx *c, const q_unode *n, const bson_iter_t *e, const char *key,
+                      q_buf *dst)
+{
+    q_buf b, tmp;
+    q_buf_init(&b);
+    q_buf_init(&tmp);
+    int rc = 0;
+    if (n->op == QU_PUSH || n->op == QU_ADD_TO_SET) {
+        bson_iter_t v;
+        bson_iter_init(&v, q_uarr_values(n->arr));
+        while (!rc && bson_iter_next(&v))
+            rc = storage_check_value(&v, n->full, c->err);
+    }
+    if (!rc)
+        rc = q_uarr_apply(n->arr, e, key, n->full, id_text(c, &b), &tmp, c->err);
+    if (!rc && e && (tmp.len != e->next_off - e->off ||
+                     memcmp(tmp.data, e->raw + e->off, tmp.len))) {
+        rc = check_id(c, n);
+    }
+    if (!rc)
+        q_buf_append(dst, tmp.data, tmp.len);
+    q_buf_cleanup(&tmp);
+    q_buf_cleanup(&b);
+    return rc;
+}
+
+/* $bit on an existing element: integers only (BitNode). */
+static int leaf_bit(q_uctx *c, const q_unode *n, const bson_iter_t *e, const char *key,
+                    q_buf *dst)
+{
+    q_num x, r;
+    if (!BSON_ITER_HOLDS_INT32(e) && !BSON_ITER_HOLDS_INT64(e)) {
+        q_buf b;
+        q_buf_init(&b);
+        md_error_set(c->err, MD_ERROR, MD_CODE_BAD_VALUE, "Cannot apply $bit to a value of "
+                     "non-integral type.%s has the field %s of non-integer type %s",
+                     id_text(c, &b), key, q_type_name(bson_iter_type(e)));
+        q_buf_cleanup(&b);
+        return MD_ERROR;
+    }
+    q_num_get(e, &x);
+    q_bit_apply(&n->arg, &x, &r);
+    if (q_num_identical(&r, &x)) {
+        q_bw_iter(dst, key, e);
+        return 0;
+    }
+    int rc = check_id(c, n);
+    if (!rc)
+        q_bw_num(dst, key, &r);
+    return rc;
+}
+
 /* A leaf applied to an existing element e, written as `key` into dst. */
 static int leaf_existing(q_uctx *c, const q_unode *n, const bson_iter_t *e, const char *key,
                          q_buf *dst, bool in_array)
@@ -803,6 +935,12 @@ static int leaf_existing(q_uctx *c, const q_unode *n, const bson_iter_t *e, cons
         if ((rc = rename_dest_check(c, n)))
             return rc;
         return write_value(c, n, key, &c->rs[n->rename].val, dst);
+    case QU_PUSH:
+    case QU_ADD_TO_SET:
+    case QU_POP:
+    case QU_PULL:
+    case QU_PULL_ALL: return leaf_array(c, n, e, key, dst);
+    case QU_BIT: return leaf_bit(c, n, e, key, dst);
     }
     q_bw_iter(dst, key, e);
     return 0;
@@ -840,6 +978,17 @@ static int leaf_missing(q_uctx *c, const q_unode *n, const char *key, q_buf *dst
         if ((rc = rename_dest_check(c, n)))
             return rc;
         return write_value(c, n, key, &c->rs[n->rename].val, dst);
+    case QU_PUSH:
+    case QU_ADD_TO_SET:
+        if ((rc = check_write(c, n, key)))
+            return rc;
+        return leaf_array(c, n, NULL, key, dst);
+    case QU_BIT:
+        if ((rc = check_write(c, n, key)))
+            return rc;
+        q_bit_apply(&n->arg, &zero, &r); /* from int32 0 */
+        q_bw_num(dst, key, &r);
+        return 0;
     default: return 0;
     }
 }
@@ -855,6 +1004,18 @@ static int scalar_in_path(q_uctx *c, const q_unode *n, const bson_iter_t *e, con
     return 0;
 }
 
+/* n has "$[..]" children but e is no array (UpdateArrayNode::apply). */
+static int not_array_update(q_uctx *c, const bson_iter_t *e)
+{
+    q_buf b;
+    q_buf_init(&b);
+    q_render_elem(&b, e);
+    md_error_set(c->err, MD_ERROR, MD_CODE_BAD_VALUE,
+                 "Cannot apply array updates to non-array element %s", q_buf_cstr(&b));
+    q_buf_cleanup(&b);
+    return MD_ERROR;
+}
+
 /* Node n applied to the existing element e, written as `key` into dst. */
 static int apply_existing(q_uctx *c, const q_unode *n, const bson_iter_t *e, const char *key,
                           q_buf *dst, bool in_array)
@@ -865,6 +1026,8 @@ static int apply_existing(q_uctx *c, const q_unode *n, const bson_iter_t *e, con
     int rc;
     if (n->leaf)
         return leaf_existing(c, n, e, key, dst, in_array);
+    if (n->naf && !BSON_ITER_HOLDS_ARRAY(e))
+        return not_array_update(c, e);
     switch (bson_iter_type(e)) {
     case BSON_TYPE_DOCUMENT:
         q_iter_sub(e, &d, &l);
@@ -890,6 +1053,9 @@ static int apply_missing(q_uctx *c, const q_unode *n, const char *key, q_buf *ds
 {
     if (n->leaf)
         return leaf_missing(c, n, key, dst);
+    if (n->naf)
+        return md_error_set(c->err, MD_ERROR, MD_CODE_BAD_VALUE, "The path '%s' must exist in "
+                            "the document in order to apply array updates.", n->full);
     if (!may_create(c, n))
         return 0;
     if (key[0] == '$')
@@ -994,6 +1160,42 @@ static int apply_beyond(q_uctx *c, q_kref *k, size_t nk, uint32_t len, q_buf *ds
     return rc;
 }
 
+/* Does "$[..]" child a apply to array element x? */
+static bool af_applies(const q_uctx *c, const q_unode *a, const bson_iter_t *x)
+{
+    if (!strcmp(a->name, "$[]"))
+        return true;
+    size_t n = strlen(a->name) - 3;
+    for (size_t i = 0; i < c->u->naf; i++) {
+        const q_afilter *f = &c->u->af[i];
+        if (strlen(f->name) != n || strncmp(f->name, a->name + 2, n))
+            continue;
+        bson_t w = BSON_INITIALIZER;
+        bson_append_iter(&w, f->name, -1, x);
+        bool m = q_matcher_matches(f->m, &w);
+        bson_destroy(&w);
+        return m;
+    }
+    return false;
+}
+
+/* The one child that applies to element x (key): *use (already the child
+ * naming the index, or NULL) and every matching "$[..]" child; two that
+ * apply are a conflict, as in MongoDB. */
+static int af_pick(q_uctx *c, const q_unode *n, const bson_iter_t *x, const char *key,
+                   const q_unode **use)
+{
+    for (size_t i = 0; i < n->naf; i++) {
+        if (!af_applies(c, n->af[i], x))
+            continue;
+        if (*use)
+            return md_error_set(c->err, MD_ERROR, MD_CODE_CONFLICTING_UPDATE_OPERATORS,
+                                "Update created a conflict at '%s.%s'", n->full, key);
+        *use = n->af[i];
+    }
+    return 0;
+}
+
 static int apply_arr(q_uctx *c, const q_unode *n, const bson_iter_t *arr, q_buf *dst)
 {
     q_kref *k;
@@ -1015,11 +1217,15 @@ static int apply_arr(q_uctx *c, const q_unode *n, const bson_iter_t *arr, q_buf 
         for (; !rc && bson_iter_next(&x); i++) {
             snprintf(key, sizeof key, "%" PRIu32, i);
             q_kref *r = kref_find_index(k, nk, i, key);
-            if (!r || r->done)
+            const q_unode *use = r && !r->done ? r->n : NULL;
+            if (n->naf && (rc = af_pick(c, n, &x, key, &use)) != 0)
+                break;
+            if (!use)
                 continue;
-            r->done = true;
+            if (r)
+                r->done = true;
             q_buf_append(dst, data + run, x.off - run);
-            rc = apply_existing(c, r->n, &x, key, dst, true);
+            rc = apply_existing(c, use, &x, key, dst, true);
             run = x.next_off;
         }
         if (!rc)

@@ -333,8 +333,11 @@ Test(q_update, parse_errors)
               "Cannot have positional (i.e. '$') element in the first position in path '$.a'");
     parse_err("{\"$set\": {\"a.$.b.$\": 1}}", MD_CODE_BAD_VALUE,
               "Too many positional (i.e. '$') elements found in path 'a.$.b.$'");
-    parse_err("{\"$push\": {\"a\": 1}}", MD_CODE_NOT_YET_IMPLEMENTED, NULL);
-    parse_err("{\"$set\": {\"a.$[]\": 1}}", MD_CODE_NOT_YET_IMPLEMENTED, NULL);
+    parse_err("{\"$bit\": {\"a\": {\"and\": 1.0}}}", MD_CODE_BAD_VALUE, NULL);
+    parse_err("{\"$pop\": {\"a\": 2}}", MD_CODE_FAILED_TO_PARSE, "$pop expects 1 or -1, found: 2");
+    parse_err("{\"$set\": {\"a.$[x]\": 1}}", MD_CODE_BAD_VALUE,
+              "No array filter found for identifier 'x' in path 'a.$[x]'");
+    parse_err("{\"$set\": {\"$[]\": 1}}", MD_CODE_BAD_VALUE, NULL);
 }
 
 Test(q_update, id_is_immutable)
