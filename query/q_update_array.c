@@ -98,10 +98,19 @@ static int parse_sort(q_uarr *a, const bson_iter_t *e, md_error *err)
     return 0;
 }
 
+/* Append every element of the array `arr` points at. */
+static void vals_append_all(q_uarr *a, const bson_iter_t *arr)
+{
+    bson_iter_t v;
+    bson_iter_recurse(arr, &v);
+    while (bson_iter_next(&v))
+        vals_append(a, &v);
+}
+
 /* {$each: [...], $slice: n, $sort: s, $position: p} */
 static int parse_push_each(q_uarr *a, const bson_iter_t *arg, md_error *err)
 {
-    bson_iter_t x, v;
+    bson_iter_t x;
     bson_iter_recurse(arg, &x);
     while (bson_iter_next(&x)) {
         const char *k = bson_iter_key(&x);
@@ -110,9 +119,7 @@ static int parse_push_each(q_uarr *a, const bson_iter_t *arg, md_error *err)
             if (!BSON_ITER_HOLDS_ARRAY(&x))
                 return bad(err, MD_CODE_BAD_VALUE, "The argument to $each in $push must be an "
                            "array but it was of type: %s", q_type_name(bson_iter_type(&x)));
-            bson_iter_recurse(&x, &v);
-            while (bson_iter_next(&v))
-                vals_append(a, &v);
+            vals_append_all(a, &x);
         } else if (!strcmp(k, "$slice")) {
             if (!integral(&x, &a->slice))
                 return bad(err, MD_CODE_BAD_VALUE, "The value for $slice must be an integer "
@@ -143,7 +150,7 @@ static bool has_field(const bson_iter_t *doc, const char *name)
 
 static int parse_add_to_set(q_uarr *a, const bson_iter_t *arg, md_error *err)
 {
-    bson_iter_t x, v;
+    bson_iter_t x;
     if (!BSON_ITER_HOLDS_DOCUMENT(arg) || !bson_iter_recurse(arg, &x) || !bson_iter_next(&x) ||
         strcmp(bson_iter_key(&x), "$each")) {
         vals_append(a, arg);
@@ -152,9 +159,7 @@ static int parse_add_to_set(q_uarr *a, const bson_iter_t *arg, md_error *err)
     if (!BSON_ITER_HOLDS_ARRAY(&x))
         return bad(err, MD_CODE_BAD_VALUE, "The argument to $each in $addToSet must be an "
                    "array but was %s", q_type_name(bson_iter_type(&x)));
-    bson_iter_recurse(&x, &v);
-    while (bson_iter_next(&v))
-        vals_append(a, &v);
+    vals_append_all(a, &x);
     if (bson_iter_next(&x))
         return bad(err, MD_CODE_BAD_VALUE, "Found unexpected fields after $each in "
                    "$addToSet: %s", bson_iter_key(&x));
