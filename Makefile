@@ -4,6 +4,7 @@
 #   make demo       build and run the scripted demo (tools/demo.sh)
 #   make test       install missing Debian packages, build, run every test
 #   make check      alias of test
+#   make crash      the long crash-recovery run (tests/crash)
 #   make bench      build the benchmark programs (build/bench/*)
 #   make clean
 #
@@ -50,7 +51,7 @@ TEST_BIN  := $(BUILD)/test_minidoc
 BENCH_SRCS:= $(wildcard bench/*.c)
 BENCH_BINS:= $(BENCH_SRCS:%.c=$(BUILD)/%)
 
-.PHONY: all deps demo test check bench clean
+.PHONY: all deps demo test check bench crash clean
 
 all: $(LIB) $(CLI) $(TEST_BIN)
 
@@ -81,6 +82,12 @@ test: deps
 	$(TEST_BIN) -j2 --short-filename
 
 check: test
+
+# The long crash run: 500 SIGKILLed writers on mmapv1, each reopened and
+# checked (MINIDOC_CRASH_SEED and MINIDOC_CRASH_ROUNDS_NOJOURNAL also work).
+crash: deps
+	@$(MAKE) --no-print-directory all
+	MINIDOC_CRASH_ROUNDS=$${MINIDOC_CRASH_ROUNDS:-500} $(TEST_BIN) --filter 'crash/*'
 
 bench: $(BENCH_BINS)
 

@@ -11,6 +11,20 @@
  * mappings move: with the open option mmapv1.debugRemapOnGrow every data
  * file is remapped at a new address each time a data file is added, so a
  * stale pointer faults at once instead of reading plausible old bytes.
+ * (The journal's periodic remap of the private view keeps every address,
+ * so it kills no view.)
+ *
+ * Durability options (open option document "mmapv1"), as MongoDB 3.0:
+ *   journal                bool, default true.  false: no journal; after a
+ *                          crash, writes since the last flush are lost and
+ *                          the files may be inconsistent (validate says so)
+ *   journalCommitInterval  ms between group commits, 1..500 (default 100);
+ *                          eng_txn_commit(t, durable = true) commits at once
+ *   syncdelay              s between data file flushes, 0 = never (60)
+ *   journalFileSize        bytes per journal file (1 GB; tests use less)
+ *   debugCheckViews        at each flush, abort if a mapped byte changed
+ *                          without being declared (tests)
+ * The format and the ordering argument are in mm_int.h ("Journal").
  */
 #ifndef MM_H
 #define MM_H

@@ -5,9 +5,10 @@
  *
  * Open order matters: the directory lock is taken before anything else is
  * read or created, so a second opener gets MD_EBUSY (DBPathInUse, 98) and
- * touches nothing.  Then the .ns file, the data files (headers checked),
- * every namespace slot's pointers, and the catalog namespace
- * "<db>.system.namespaces", created on first open.
+ * touches nothing.  Then journal replay, the .ns file, the data files
+ * (headers checked), every namespace slot's pointers, the journal and its
+ * flush thread, and the catalog namespace "<db>.system.namespaces",
+ * created on first open.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -18,8 +19,9 @@
 #include "mm_int.h"
 
 typedef struct mm_opts {
-    bool small_files, debug_remap, create;
+    bool small_files, debug_remap, create, journal, check_views;
     int64_t first_file_size, ns_size;
+    int64_t interval_ms, syncdelay, jfile_size;
 } mm_opts;
 
 static int opt_int64(const bson_iter_t *it, const char *name, int64_t *out, md_error *err)
@@ -46,14 +48,42 @@ static int parse_mmapv1(bson_iter_t *sub, mm_opts *o, md_error *err)
             rc = opt_int64(sub, k, &o->ns_size, err);
         else if (strcmp(k, "debugRemapOnGrow") == 0)
             o->debug_remap = bson_iter_as_bool(sub);
+        else if (strcmp(k, "journal") == 0)
+            o->journal = bson_iter_as_bool(sub);
+        else if (strcmp(k, "journalCommitInterval") == 0)
+            rc = opt_int64(sub, k, &o->interval_ms, err);
+        else if (strcmp(k, "syncdelay") == 0)
+            rc = opt_int64(sub, k, &o->syncdelay, err);
+        else if (strcmp(k, "journalFileSize") == 0)
+            rc = opt_int64(sub, k, &o->jfile_size, err);
+        else if (strcmp(k, "debugCheckViews") == 0)
+            o->check_views = bson_iter_as_bool(sub);
     }
+    if (rc == 0 && (o->interval_ms < 1 || o->interval_ms > 500))
+        rc = md_error_set(err, MD_EINVAL, MD_CODE_BAD_VALUE,
+                          "mmapv1.journalCommitInterval %lld must be between 1 and 500 ms",
+                          (long long)o->interval_ms);
+    if (rc == 0 && (o->syncdelay < 0 || o->syncdelay > 31536000))
+        rc = md_error_set(err, MD_EINVAL, MD_CODE_BAD_VALUE,
+                          "mmapv1.syncdelay %lld must be between 0 and 31536000 s",
+                          (long long)o->syncdelay);
+    if (rc == 0 && (o->jfile_size < 65536 || o->jfile_size > MM_J_FILE_LIMIT))
+        rc = md_error_set(err, MD_EINVAL, MD_CODE_BAD_VALUE,
+                          "mmapv1.journalFileSize %lld must be between 64 KB and 1 GB",
+                          (long long)o->jfile_size);
     return rc;
 }
 
 static int parse_opts(const bson_t *opts, mm_opts *o, md_error *err)
 {
     bson_iter_t it, sub;
-    *o = (mm_opts){.create = true, .first_file_size = 0, .ns_size = MM_DEFAULT_NS_SIZE};
+    *o = (mm_opts){.create = true,
+                   .journal = true,
+                   .first_file_size = 0,
+                   .ns_size = MM_DEFAULT_NS_SIZE,
+                   .interval_ms = MM_J_DEFAULT_INTERVAL,
+                   .syncdelay = MM_J_DEFAULT_SYNCDELAY,
+                   .jfile_size = MM_J_FILE_LIMIT};
     if (opts && bson_iter_init(&it, opts)) {
         while (bson_iter_next(&it)) {
             const char *k = bson_iter_key(&it);
@@ -116,6 +146,7 @@ static int make_dir(const char *dir, md_error *err)
 
 static void engine_free(mm_engine *e)
 {
+    mm_journal_close(e); /* stops the flush thread first */
     mm_meta_free(e);
     mm_files_close(e);
     mm_lock_release(e);
@@ -148,17 +179,41 @@ static int open_catalog(mm_engine *e, md_error *err)
     return mm_meta_load(e, err);
 }
 
+/*
+ * Replay the journal (whatever the journal option: files left by a crashed
+ * journaled run are applied before anything reads the data files), open
+ * and check the files, note an earlier unjournaled run that did not close
+ * cleanly, then start the journal and the flush thread.
+ */
 static int open_files(mm_engine *e, const mm_opts *o, md_error *err)
 {
     bool created;
-    int rc = mm_ns_file_open(e, o->ns_size, &created, err);
+    uint64_t last_seq;
+    int64_t replayed;
+    bool damaged;
+    int rc = mm_journal_recover(e, &last_seq, &replayed, &damaged, err);
+    if (rc == 0)
+        rc = mm_ns_file_open(e, o->ns_size, &created, err);
     if (rc == 0)
         rc = mm_files_open(e, err);
     if (rc == 0 && e->nfiles == 0)
         rc = mm_file_add(e, 0, err);
     if (rc == 0)
         rc = mm_ns_check_all(e, err);
-    return rc;
+    if (rc)
+        return rc;
+    uint32_t flags = mm_ns_header_of(e)->flags;
+    e->unclean_nojournal = (flags & MM_NSF_NOJOURNAL) != 0;
+    e->journal_damaged = damaged || (flags & MM_NSF_JDAMAGED);
+    uint32_t want = flags | (e->journal ? 0 : MM_NSF_NOJOURNAL) |
+                    (e->journal_damaged ? MM_NSF_JDAMAGED : 0);
+    if (want != flags && mm_ns_set_flags(e, want) != 0)
+        return md_error_set(err, MD_EIO, MD_CODE_FILE_STREAM_FAILED,
+                            "cannot write the .ns header in %s", e->dir);
+    mm_jopts jo = {.interval_ms = (int)o->interval_ms,
+                   .syncdelay = o->syncdelay,
+                   .file_limit = o->jfile_size};
+    return mm_journal_open(e, &jo, last_seq, replayed, err);
 }
 
 static int mm_open(const char *dir, const char *db, const bson_t *opts, eng_engine **out,
@@ -188,6 +243,8 @@ static int mm_open(const char *dir, const char *db, const bson_t *opts, eng_engi
     e->first_file_size = o.first_file_size;
     e->file_cap = o.small_files ? MM_MAX_FILE_SIZE / 4 : MM_MAX_FILE_SIZE;
     e->debug_remap = o.debug_remap;
+    e->journal = o.journal;
+    e->check_views = o.check_views;
     if ((rc = mm_lock_acquire(e, err)) == 0 && (rc = open_files(e, &o, err)) == 0)
         rc = open_catalog(e, err);
     if (rc) {
@@ -208,13 +265,15 @@ static void mm_close(eng_engine *eng)
         e->cursors = c->link_next;
         free(c);
     }
-    mm_files_flush(e, true, NULL);
+    mm_journal_close(e); /* final flush; a clean close removes the journal */
+    if (e->ns.fd >= 0 && (mm_ns_header_of(e)->flags & (MM_NSF_NOJOURNAL | MM_NSF_JDAMAGED)))
+        mm_ns_set_flags(e, 0);
     engine_free(e);
 }
 
 static int mm_flush(eng_engine *eng, bool sync, md_error *err)
 {
-    return mm_files_flush(mm_E(eng), sync, err);
+    return mm_journal_flush(mm_E(eng), sync, err);
 }
 
 static int64_t mm_total_moves(eng_engine *eng)
@@ -240,6 +299,7 @@ static void mm_append_status(eng_engine *eng, bson_t *status)
     bson_append_array_end(&sub, &arr);
     BSON_APPEND_INT64(&sub, "totalMoves", mm_ns_header_of(e)->total_moves);
     BSON_APPEND_INT64(&sub, "remaps", e->nremaps);
+    mm_journal_status(e, &sub);
     bson_append_document_end(status, &sub);
 }
 

@@ -1,7 +1,9 @@
 /*
  * mm_file.c -- the files of an mmapv1 database: the directory lock, the
- * data files (<db>.0, <db>.1, ...) and the .ns file, each mapped whole with
- * MAP_SHARED.
+ * data files (<db>.0, <db>.1, ...) and the .ns file, each mapped whole:
+ * with the journal, a MAP_PRIVATE view the engine uses and a MAP_SHARED
+ * view the journal applies committed bytes to (see mm_int.h, "Journal");
+ * without it, one MAP_SHARED view.
  *
  * Data files are created at their final size with ftruncate() (sparse, as
  * MongoDB without preallocation) and never grow or shrink, so a mapping
@@ -94,22 +96,41 @@ void mm_lock_release(mm_engine *e)
 
 /* ---- mapping helpers ------------------------------------------------------ */
 
-static int map_file(mm_file *f, const char *path, md_error *err)
+/*
+ * Map f whole.  Journal on: a MAP_PRIVATE view for the engine and a
+ * MAP_SHARED one the journal writes committed bytes through; off: one
+ * MAP_SHARED view for both.  MAP_NORESERVE: the private view only ever
+ * holds copies of the pages changed since the last remap.
+ */
+static int map_file(const mm_engine *e, mm_file *f, const char *path, md_error *err)
 {
-    void *p = mmap(NULL, (size_t)f->len, PROT_READ | PROT_WRITE, MAP_SHARED, f->fd, 0);
-    if (p == MAP_FAILED)
+    void *w = mmap(NULL, (size_t)f->len, PROT_READ | PROT_WRITE, MAP_SHARED, f->fd, 0);
+    if (w == MAP_FAILED)
         return io_error(err, "cannot mmap", path);
+    void *p = w;
+    if (e->journal) {
+        p = mmap(NULL, (size_t)f->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE,
+                 f->fd, 0);
+        if (p == MAP_FAILED) {
+            int rc = io_error(err, "cannot mmap", path);
+            munmap(w, (size_t)f->len);
+            return rc;
+        }
+    }
     f->map = p;
+    f->wmap = w;
     return 0;
 }
 
 static void unmap_file(mm_file *f)
 {
+    if (f->wmap && f->wmap != f->map)
+        munmap(f->wmap, (size_t)f->len);
     if (f->map)
         munmap(f->map, (size_t)f->len);
     if (f->fd >= 0)
         close(f->fd);
-    f->map = NULL;
+    f->map = f->wmap = NULL;
     f->fd = -1;
 }
 
@@ -119,6 +140,21 @@ uint8_t *mm_file_base(const mm_engine *e, int32_t file)
         return e->ns.map;
     assert(file >= 0 && file < e->nfiles);
     return e->files[file].map;
+}
+
+uint8_t *mm_file_wbase(const mm_engine *e, int32_t file)
+{
+    if (file == MM_NS_FILENO)
+        return e->ns.wmap;
+    assert(file >= 0 && file < e->nfiles);
+    return e->files[file].wmap;
+}
+
+int64_t mm_file_len(const mm_engine *e, int32_t file)
+{
+    if (file == MM_NS_FILENO)
+        return e->ns.len;
+    return file >= 0 && file < e->nfiles ? e->files[file].len : -1;
 }
 
 uint8_t *mm_ptr(const mm_engine *e, mm_loc l, int64_t len)
@@ -261,8 +297,8 @@ int mm_files_open(mm_engine *e, md_error *err)
                                (long long)st.st_size);
         }
         mm_file *f = &e->files[e->nfiles];
-        *f = (mm_file){.fd = fd, .map = NULL, .len = st.st_size};
-        int rc = map_file(f, path, err);
+        *f = (mm_file){.fd = fd, .map = NULL, .wmap = NULL, .len = st.st_size};
+        int rc = map_file(e, f, path, err);
         if (rc) {
             close(fd);
             return rc;
@@ -274,41 +310,104 @@ int mm_files_open(mm_engine *e, md_error *err)
     return 0;
 }
 
-/* Move every data file mapping to a new address (debugRemapOnGrow). */
+/* Move every data file's engine view to a new address (debugRemapOnGrow).
+ * mremap moves the pages themselves, so a private view keeps its not yet
+ * applied changes. */
 static int remap_all(mm_engine *e, md_error *err)
 {
     for (int i = 0; i < e->nfiles; i++) {
         mm_file *f = &e->files[i];
-        void *p = mmap(NULL, (size_t)f->len, PROT_READ | PROT_WRITE, MAP_SHARED, f->fd, 0);
-        if (p == MAP_FAILED)
+        void *to = mmap(NULL, (size_t)f->len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (to == MAP_FAILED)
             return io_error(err, "cannot remap", e->dir);
-        munmap(f->map, (size_t)f->len);
+        void *p = mremap(f->map, (size_t)f->len, (size_t)f->len,
+                         MREMAP_MAYMOVE | MREMAP_FIXED, to);
+        if (p == MAP_FAILED) {
+            munmap(to, (size_t)f->len);
+            return io_error(err, "cannot remap", e->dir);
+        }
+        if (f->wmap == f->map)
+            f->wmap = p;
         f->map = p;
     }
     e->nremaps++;
     return 0;
 }
 
+/* Fresh private views at the same addresses (journal on, no transaction
+ * open; the caller re-applies the commits not yet in the shared views). */
+int mm_views_remap(mm_engine *e)
+{
+    if (!e->journal)
+        return 0;
+    for (int i = -1; i < e->nfiles; i++) {
+        mm_file *f = i < 0 ? &e->ns : &e->files[i];
+        void *p = mmap(f->map, (size_t)f->len, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_NORESERVE | MAP_FIXED, f->fd, 0);
+        if (p == MAP_FAILED) {
+            /* MAP_FIXED failed: the old view may be gone and nothing sane
+             * can continue (MongoDB fasserts in remapPrivateView too) */
+            fprintf(stderr, "mmapv1: remapping the private view failed: %s\n",
+                    strerror(errno));
+            abort();
+        }
+    }
+    return 0;
+}
+
+int64_t mm_views_diff(const mm_engine *e, int32_t *file)
+{
+    for (int i = -1; i < e->nfiles; i++) {
+        const mm_file *f = i < 0 ? &e->ns : &e->files[i];
+        if (f->map == f->wmap)
+            continue;
+        for (int64_t at = 0; at < f->len; at += 4096) {
+            size_t n = (size_t)(f->len - at < 4096 ? f->len - at : 4096);
+            if (memcmp(f->map + at, f->wmap + at, n) != 0) {
+                while (f->map[at] == f->wmap[at])
+                    at++;
+                *file = i < 0 ? MM_NS_FILENO : i;
+                return at;
+            }
+        }
+    }
+    return -1;
+}
+
 /* Initialize a new file's header (DataFileHeader::init): not a transactional
  * write -- an aborted transaction leaves an empty, valid file behind. */
-static void dfh_init(mm_file *f, int n)
+static void dfh_init(mm_dfh *h, int64_t len, int n)
 {
-    mm_dfh *h = (mm_dfh *)f->map;
     memset(h, 0, sizeof *h);
     h->version = MM_FILE_VERSION;
     h->version_minor = MM_FILE_VERSION_MINOR;
-    h->file_length = (int32_t)f->len;
+    h->file_length = (int32_t)len;
     h->unused = mm_loc_make(n, MM_DFH_SIZE);
-    h->unused_length = (int32_t)(f->len - MM_DFH_SIZE - 16);
+    h->unused_length = (int32_t)(len - MM_DFH_SIZE - 16);
     h->free_start = h->free_end = mm_loc_null();
     memcpy(h->magic, MM_DFH_MAGIC, 8);
     h->file_no = n;
 }
 
+/* Write hdr (len bytes) at offset 0 of a new file; with the journal, make
+ * the file and its directory entry durable before any journal section can
+ * name it (MongoDB journals FileCreated instead). */
+static int file_init(const mm_engine *e, int fd, const void *hdr, size_t len,
+                     const char *path, md_error *err)
+{
+    if (pwrite(fd, hdr, len, 0) != (ssize_t)len)
+        return io_error(err, "cannot write", path);
+    if (e->journal && (fdatasync(fd) != 0 || mm_fsync_dir(e->dir) != 0))
+        return io_error(err, "cannot sync", path);
+    return 0;
+}
+
 /*
  * Create data file nfiles.  Its size is the default for its number, doubled
  * until an extent of ext_size bytes fits (DataFile::open), capped at the
- * maximum file size.
+ * maximum file size.  The header is written to the file before it is mapped
+ * (not through the transaction: an aborted transaction leaves an empty,
+ * valid file).  Holds the journal lock: the flush thread walks the files.
  */
 int mm_file_add(mm_engine *e, int64_t ext_size, md_error *err)
 {
@@ -326,34 +425,40 @@ int mm_file_add(mm_engine *e, int64_t ext_size, md_error *err)
             break;
         }
     }
-    if (files_reserve(e) != 0)
+    mm_dfh *h = malloc(sizeof *h);
+    if (!h)
         return md_error_set(err, MD_ENOMEM, MD_CODE_INTERNAL_ERROR, "out of memory");
+    dfh_init(h, size, n);
     data_path(e, n, path, sizeof path);
-    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return io_error(err, "cannot create", path);
-    if (ftruncate(fd, size) != 0) {
-        int rc = io_error(err, "cannot size", path);
-        close(fd);
+    mm_journal_lock(e);
+    int rc = files_reserve(e) != 0
+                 ? md_error_set(err, MD_ENOMEM, MD_CODE_INTERNAL_ERROR, "out of memory")
+                 : 0;
+    int fd = rc ? -1 : open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (!rc && fd < 0)
+        rc = io_error(err, "cannot create", path);
+    if (!rc && ftruncate(fd, size) != 0)
+        rc = io_error(err, "cannot size", path);
+    if (!rc)
+        rc = file_init(e, fd, h, sizeof *h, path, err);
+    mm_file nf = {.fd = fd, .map = NULL, .wmap = NULL, .len = size};
+    if (!rc)
+        rc = map_file(e, &nf, path, err);
+    if (!rc && e->debug_remap)
+        rc = remap_all(e, err);
+    if (rc && fd >= 0) {
+        if (nf.map)
+            unmap_file(&nf); /* closes fd */
+        else
+            close(fd);
         unlink(path);
-        return rc;
+    } else if (!rc) {
+        e->files[n] = nf;
+        e->nfiles++;
     }
-    mm_file nf = {.fd = fd, .map = NULL, .len = size};
-    int rc = map_file(&nf, path, err);
-    if (rc) {
-        close(fd);
-        unlink(path);
-        return rc;
-    }
-    if (e->debug_remap && (rc = remap_all(e, err)) != 0) {
-        unmap_file(&nf);
-        unlink(path);
-        return rc;
-    }
-    dfh_init(&nf, n);
-    e->files[n] = nf;
-    e->nfiles++;
-    return 0;
+    mm_journal_unlock(e);
+    free(h);
+    return rc;
 }
 
 void mm_files_close(mm_engine *e)
@@ -369,10 +474,10 @@ void mm_files_close(mm_engine *e)
 int mm_files_flush(mm_engine *e, bool sync, md_error *err)
 {
     int flags = sync ? MS_SYNC : MS_ASYNC;
-    if (e->ns.map && msync(e->ns.map, (size_t)e->ns.len, flags) != 0)
+    if (e->ns.wmap && msync(e->ns.wmap, (size_t)e->ns.len, flags) != 0)
         return io_error(err, "msync", e->dir);
     for (int i = 0; i < e->nfiles; i++)
-        if (msync(e->files[i].map, (size_t)e->files[i].len, flags) != 0)
+        if (msync(e->files[i].wmap, (size_t)e->files[i].len, flags) != 0)
             return io_error(err, "msync", e->dir);
     return 0;
 }
@@ -400,15 +505,23 @@ static int ns_check_header(const mm_engine *e, const char *path, md_error *err)
     return 0;
 }
 
-static void ns_init(mm_engine *e)
+static void ns_init(mm_ns_header *h, int64_t len)
 {
-    mm_ns_header *h = (mm_ns_header *)e->ns.map;
     memset(h, 0, sizeof *h);
     memcpy(h->magic, MM_NS_MAGIC, 8);
     h->version = 1;
     h->slot_size = MM_NS_SLOT_SIZE;
-    h->file_size = e->ns.len;
-    h->nslots = (uint32_t)(e->ns.len / MM_NS_SLOT_SIZE - 1);
+    h->file_size = len;
+    h->nslots = (uint32_t)(len / MM_NS_SLOT_SIZE - 1);
+}
+
+int mm_ns_set_flags(mm_engine *e, uint32_t flags)
+{
+    const off_t at = offsetof(mm_ns_header, flags);
+    if (pwrite(e->ns.fd, &flags, sizeof flags, at) != (ssize_t)sizeof flags ||
+        fdatasync(e->ns.fd) != 0)
+        return MD_EIO;
+    return 0;
 }
 
 /*
@@ -426,8 +539,14 @@ int mm_ns_file_open(mm_engine *e, int64_t ns_size, bool *created, md_error *err)
         if (access(data_path(e, 0, dpath, sizeof dpath), F_OK) == 0)
             return ENG_CORRUPT(err, "%s is missing but data file %s exists", path, dpath);
         fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-        if (fd >= 0 && ftruncate(fd, ns_size) != 0) {
-            int rc = io_error(err, "cannot size", path);
+        mm_ns_header h;
+        ns_init(&h, ns_size);
+        int rc = 0;
+        if (fd >= 0 && ftruncate(fd, ns_size) != 0)
+            rc = io_error(err, "cannot size", path);
+        if (fd >= 0 && !rc)
+            rc = file_init(e, fd, &h, sizeof h, path, err);
+        if (rc) {
             close(fd);
             unlink(path);
             return rc;
@@ -447,15 +566,13 @@ int mm_ns_file_open(mm_engine *e, int64_t ns_size, bool *created, md_error *err)
         return ENG_CORRUPT(err, "%s: .ns file size %lld out of range", path,
                            (long long)st.st_size);
     }
-    e->ns = (mm_file){.fd = fd, .map = NULL, .len = st.st_size};
-    int rc = map_file(&e->ns, path, err);
+    e->ns = (mm_file){.fd = fd, .map = NULL, .wmap = NULL, .len = st.st_size};
+    int rc = map_file(e, &e->ns, path, err);
     if (rc) {
         e->ns.fd = -1;
         close(fd);
         return rc;
     }
-    if (*created)
-        ns_init(e);
     if ((rc = ns_check_header(e, path, err)) != 0)
         return rc;
     e->nslots = ((mm_ns_header *)e->ns.map)->nslots;

@@ -8,7 +8,9 @@
  *   DIR/test.ns       namespace hash table (default 16 MiB, option nsSize)
  *   DIR/test.0, .1 .. data files: 64 MiB << n, capped at 0x7ff00000
  *                     (smallFiles: /4; option firstFileSize for tests)
- *   DIR/journal/      (reserved for the journal step)
+ *   DIR/journal/j._N  journal files (see "Journal" below); none after a
+ *                     clean close
+ *   DIR/journal/lsn   last journal section known to be in the data files
  *
  * All integers are little-endian, as the mapped structs below (x86-64 and
  * arm64 only).  A disk location (DiskLoc) is (file number, byte offset).
@@ -32,7 +34,7 @@
  *   40     8    magic           "MDMMAPV1" (minidoc; MongoDB: reserved)
  *   48     4    fileNo          n of DIR/test.n (minidoc)
  *   52     4    (reserved)
- *   56     8    journalLsn      reserved for the journal step: 0 today
+ *   56     8    journalLsn      unused, 0 (the LSN lives in journal/lsn)
  *   64     8128 (reserved, zero)
  *   8192   ...  first extent
  *
@@ -78,7 +80,11 @@
  *   24  4    nslots          136 8   firstExtent      144 8 lastExtent
  *   28  4    (reserved)      152 208 deletedList[26]  free list heads
  *   32  8    totalMoves      360 8   datasize (sum of netLength)
- *   40  ...  (reserved)      368 8   nrecords
+ *   40  4    flags           368 8   nrecords
+ *            1 = opened with journal: false and not yet closed cleanly
+ *            2 = journal replay stopped at damage before the journal's end
+ *            (pwrite + fdatasync, never journaled; cleared by a clean close)
+ *   44  ...  (reserved)
  *                            376 4   lastExtentSize   380 4 userFlags
  *                            384 8   paddingFactor (double)
  *                            392 8   nInserts         400 8 nUpdates
@@ -170,13 +176,85 @@
  *   Every byte changed in a mapping is first declared with mm_writing(),
  *   which records an intent (file number or MM_NS_FILENO, offset, length)
  *   and saves the pre-image.  Abort copies pre-images back in reverse
- *   order; commit drops them.  The journal step will log, at commit, the
- *   same intents with the bytes they now hold (MongoDB's JEntry {len, ofs,
- *   fileNo}, .ns = 0x7fffffff), group them into sections and replay them at
- *   open; data file headers keep journalLsn for that.  Creating a data file
- *   is not undone by abort (MongoDB journals it as FileCreated): the new
- *   file simply stays empty.  State kept in memory (the catalog map) is
- *   rebuilt after an abort that touched it.
+ *   order.  Commit appends the intents, with the bytes they now hold, to
+ *   the group-commit buffer (mm_journal.c), which becomes one journal
+ *   section every journalCommitInterval ms (default 100, 1..500), at once
+ *   for a durable commit ({j: true}), or past 16 MB pending.  Creating a
+ *   file is not journaled: its header is written with pwrite and, with the
+ *   journal, fsynced (file and directory) before any section can name it;
+ *   an aborted transaction leaves the new file empty and valid.
+ *
+ *   Ordering: no data-file byte may reach the disk before the section that
+ *   carries it.  As MongoDB does, the engine reads and writes a MAP_PRIVATE
+ *   (copy-on-write) view of every file, which the kernel never writes back.
+ *   A second, MAP_SHARED view of each file receives a section's entries
+ *   (memcpy, "WRITETODATAFILES") only after the section was written and
+ *   fdatasync'ed; the kernel may write those shared pages back whenever it
+ *   likes, which is then harmless.  (Keeping only a MAP_SHARED view and
+ *   "not flushing" would not do: the kernel writes dirty shared pages back
+ *   at any time.)  The private view keeps a copy of every page changed
+ *   since it was last remapped; eng_flush, and any commit after 256 MB of
+ *   changes, remap it in place (MAP_FIXED, same addresses, so views stay
+ *   valid) and re-apply the commits not yet in the shared view.  Data files
+ *   are msync'ed every syncdelay s (default 60, 0 = never), at eng_flush
+ *   and at close; then journal/lsn records the last section they hold, a
+ *   new j._N+1 is started and the older journal files are removed.  The
+ *   flush thread does both the interval commits and the syncdelay flushes.
+ *
+ *   Recovery (at open, before anything is mapped): the sections of
+ *   j._0, j._1, ... whose checksum verifies and whose seqNumber exceeds the
+ *   LSN are applied with pwrite in order; the first torn, damaged,
+ *   foreign or out-of-sequence section ends the journal (a crash can only
+ *   tear the last one; if a valid section follows, the journal was damaged:
+ *   flag 2 in the .ns header, and validate reports it).  Entries carry
+ *   the final bytes, so replaying a section again is harmless (idempotent).
+ *   Then the files are fsynced, the LSN written, and the journal removed.
+ *
+ *   journal: false: one MAP_SHARED view, no journal, durable commits msync
+ *   the touched pages (MongoDB refuses {j: true} then; we sync instead).  After a crash, writes since the last flush are lost
+ *   and the files may be inconsistent (the kernel wrote back some pages and
+ *   not others): the .ns header flag above records the unclean run, and
+ *   validate then reports an error saying so (never a crash).
+ *
+ * ---- Journal file DIR/journal/j._N ------------------------------------------
+ *   JHeader (8192 bytes)
+ *   OFFSET SIZE FIELD
+ *   0      2    magic "j\n"
+ *   2      2    version 0x4148 (MongoDB's uncompressed version)
+ *   8      8    fileId        random; every section repeats it
+ *   64     ...  dbpath, NUL terminated
+ *   8188   4    crc32c of bytes [0, 8188)
+ *   Then sections back to back, each padded with zeros to 8192 bytes:
+ *   JSectHeader (24 bytes)
+ *   0      4    sectionLen    header + entries + footer, unpadded
+ *   4      4    magic 0x5443534a ("JSCT")
+ *   8      8    seqNumber     1, 2, ... never reused (continues past the LSN)
+ *   16     8    fileId        as in the file header
+ *   JEntry (12 bytes + len bytes of data), as many as fit
+ *   0      4    len
+ *   4      4    ofs           offset in the file
+ *   8      4    fileNo        data file number; 0x7fffffff = the .ns file
+ *   JSectFooter (16 bytes)
+ *   0      4    sentinel 0xffffffff
+ *   4      4    crc32c of the section from its first byte to the sentinel
+ *                 included
+ *   8      4    reserved, 0
+ *   12     4    "\n\n\n\n"
+ *   Example: entries setting 8 bytes (nrecords = 1 of .ns slot 1, at
+ *   0x280 + 368 = 0x3f0) and a 128-byte record at 0:0x20b0 (a real insert
+ *   has a few more) give sectionLen 24 + 12+8 + 12+128 + 16 = 200 (0xc8),
+ *   padded to 8192:
+ *     0000: c8 00 00 00 4a 53 43 54 07 00 00 00 00 00 00 00  len, "JSCT", seq 7
+ *     0010: <fileId 8 bytes>        08 00 00 00 f0 03 00 00  entry: len 8, ofs 0x3f0
+ *     0020: ff ff ff 7f 01 00 00 00 00 00 00 00 80 00 00 00  .ns, data; len 128
+ *     0030: b0 20 00 00 00 00 00 00 <128 bytes of record>     ofs 0x20b0, file 0
+ *     00b8: ff ff ff ff <crc32c>    00 00 00 00 0a 0a 0a 0a  footer
+ *
+ * ---- DIR/journal/lsn (24 bytes) -------------------------------------------
+ *   0      8    magic "MDLSN001"
+ *   8      8    lsn           last seqNumber applied and flushed
+ *   16     8    ~lsn          check bytes; a torn file counts as LSN 0
+ *                             (every section still present is replayed)
  */
 #ifndef MM_INT_H
 #define MM_INT_H
@@ -213,6 +291,9 @@
 #define MM_DFH_MAGIC "MDMMAPV1"
 #define MM_NS_MAGIC "MDMMNS01"
 #define MM_FREELIST_NS "$freelist"
+
+#define MM_NSF_NOJOURNAL 1        /* open without the journal, not yet closed */
+#define MM_NSF_JDAMAGED 2         /* replay stopped before the journal's end */
 
 #define MM_FLAG_POWEROF2 1        /* Flag_UsePowerOf2Sizes */
 #define MM_FLAG_NOPADDING 2       /* Flag_NoPadding */
@@ -273,7 +354,9 @@ typedef struct mm_ns_header {
     uint32_t nslots;
     uint32_t reserved0;
     int64_t total_moves;
-    uint8_t reserved[MM_NS_SLOT_SIZE - 40];
+    uint32_t flags; /* MM_NSF_*: written with pwrite, never journaled */
+    uint32_t reserved1;
+    uint8_t reserved[MM_NS_SLOT_SIZE - 48];
 } mm_ns_header;
 
 typedef struct mm_ns_slot {
@@ -347,7 +430,10 @@ static inline int32_t mm_le32(const uint8_t *p)
 /* ---- in-memory objects --------------------------------------------------- */
 typedef struct mm_file {
     int fd;
-    uint8_t *map;
+    uint8_t *map;  /* the view everything reads and writes: MAP_PRIVATE with
+                      the journal on, MAP_SHARED without */
+    uint8_t *wmap; /* MAP_SHARED view the journal applies committed bytes to
+                      (== map without the journal) */
     int64_t len;
 } mm_file;
 
@@ -358,6 +444,7 @@ typedef struct mm_meta_ent {
 
 typedef struct mm_txn mm_txn;
 typedef struct mm_cursor mm_cursor;
+typedef struct mm_journal mm_journal;
 
 typedef struct mm_engine {
     eng_engine base;
@@ -376,6 +463,12 @@ typedef struct mm_engine {
     size_t nmeta, meta_cap;
     bool meta_dirty; /* the active transaction changed the catalog */
     mm_cursor *cursors; /* every open record-store cursor */
+    bool journal;       /* option journal (default true) */
+    bool check_views;   /* option debugCheckViews: compare views at flush */
+    bool unclean_nojournal; /* last run wrote without a journal and did not
+                               close cleanly: files may be inconsistent */
+    bool journal_damaged;   /* replay stopped at damage before the end */
+    mm_journal *j;      /* group commit, flush thread (always allocated) */
 } mm_engine;
 
 typedef struct mm_intent {
@@ -427,7 +520,18 @@ int mm_files_open(mm_engine *e, md_error *err);
 int mm_file_add(mm_engine *e, int64_t ext_size, md_error *err);
 int64_t mm_file_default_size(const mm_engine *e, int n);
 void mm_files_close(mm_engine *e);
+/* msync the shared views (the caller holds the journal lock). */
 int mm_files_flush(mm_engine *e, bool sync, md_error *err);
+/* Replace every private view by a fresh one at the same address (drops
+ * the copy-on-write pages; the caller re-applies pending commits). */
+int mm_views_remap(mm_engine *e);
+/* First byte where the private and shared views differ, or -1. */
+int64_t mm_views_diff(const mm_engine *e, int32_t *file);
+uint8_t *mm_file_wbase(const mm_engine *e, int32_t file);
+int64_t mm_file_len(const mm_engine *e, int32_t file);
+int mm_fsync_dir(const char *dir);
+/* Set or clear MM_NSF_NOJOURNAL in the .ns file with pwrite + fdatasync. */
+int mm_ns_set_flags(mm_engine *e, uint32_t flags);
 /* Pointer to [l.ofs, l.ofs + len) of data file l.a, or NULL if outside. */
 uint8_t *mm_ptr(const mm_engine *e, mm_loc l, int64_t len);
 mm_dfh *mm_dfh_at(const mm_engine *e, int n);
@@ -509,6 +613,83 @@ void mm_wdbl(mm_txn *t, double *p, double v);
 int mm_txn_begin(eng_engine *e, eng_txn **out);
 int mm_txn_commit(eng_txn *t, bool durable, md_error *err);
 void mm_txn_abort(eng_txn *t);
+
+/* ---- mm_jsect.c / mm_journal.c: the journal ----------------------------- */
+#define MM_J_ALIGN 8192           /* JSectHeader alignment (Alignment) */
+#define MM_J_FILE_HDR 8192        /* JHeader */
+#define MM_J_SECT_HDR 24
+#define MM_J_ENTRY_HDR 12
+#define MM_J_FOOTER 16
+#define MM_J_SECT_MAGIC 0x5443534au /* "JSCT" */
+#define MM_J_SENTINEL 0xffffffffu /* JEntry::OpCode_Footer */
+#define MM_J_NS_FILENO 0x7fffffffu /* JEntry fileNo of the .ns file */
+#define MM_J_SECT_MAX 0x7fff0000u
+#define MM_J_DEFAULT_INTERVAL 100 /* journalCommitInterval, ms */
+#define MM_J_DEFAULT_SYNCDELAY 60 /* syncdelay, s */
+#define MM_J_FILE_LIMIT (1LL << 30) /* DataLimitPerJournalFile */
+#define MM_J_EARLY_BYTES (16 << 20) /* commit at once past this much pending */
+#define MM_J_REMAP_BYTES (256LL << 20) /* remap the private view past this */
+#define MM_LSN_MAGIC "MDLSN001"
+#define MM_LSN_SIZE 24
+
+/* A section under construction: MM_J_SECT_HDR bytes of room for the header,
+ * then entries {len, ofs, fileNo} + data. */
+typedef struct mm_jbuf {
+    uint8_t *p;
+    size_t len, cap;
+    size_t nentries;
+} mm_jbuf;
+
+typedef struct mm_jsect_info {
+    uint64_t seq, file_id;
+    uint32_t len;  /* sectionLen: header + entries + footer */
+    size_t padded; /* len rounded up to MM_J_ALIGN */
+    size_t nentries;
+} mm_jsect_info;
+
+typedef int (*mm_jentry_fn)(void *ctx, int32_t file, uint32_t ofs, const uint8_t *data,
+                            uint32_t len);
+
+uint32_t mm_crc32c(uint32_t crc, const void *buf, size_t len);
+void mm_jbuf_reset(mm_jbuf *b);
+void mm_jbuf_free(mm_jbuf *b);
+void mm_jbuf_entry(mm_jbuf *b, int32_t file, uint32_t ofs, const void *data, uint32_t len);
+int mm_jbuf_apply(const mm_jbuf *b, mm_jentry_fn fn, void *ctx);
+size_t mm_jsect_seal(mm_jbuf *b, uint64_t seq, uint64_t file_id);
+size_t mm_jsect_padded_len(const uint8_t *hdr);
+int mm_jsect_check(const uint8_t *p, size_t avail, uint64_t file_id, mm_jsect_info *out);
+int mm_jsect_apply(const uint8_t *p, const mm_jsect_info *in, mm_jentry_fn fn, void *ctx);
+void mm_jfile_header(uint8_t *h, uint64_t file_id, const char *dir);
+int mm_jfile_header_check(const uint8_t *h, uint64_t *file_id);
+void mm_lsn_encode(uint8_t *p, uint64_t lsn);
+int mm_lsn_decode(const uint8_t *p, uint64_t *lsn);
+
+typedef struct mm_jopts {
+    int interval_ms;    /* journalCommitInterval, 1..500 */
+    int64_t syncdelay;  /* seconds, 0 = never */
+    int64_t file_limit; /* bytes per journal file before the next one */
+} mm_jopts;
+
+/* Replay DIR/journal (whatever the journal option) into the data files
+ * with pwrite, before they are mapped; then flush, write the LSN and remove
+ * the journal files.  *last_seq: the highest sequence number seen. */
+int mm_journal_recover(mm_engine *e, uint64_t *last_seq, int64_t *replayed, bool *damaged,
+                       md_error *err);
+/* Allocate e->j, start a journal file (journal on) and the flush thread. */
+int mm_journal_open(mm_engine *e, const mm_jopts *o, uint64_t last_seq, int64_t replayed,
+                    md_error *err);
+/* Stop the thread, flush everything, remove the journal files (clean). */
+void mm_journal_close(mm_engine *e);
+/* Commit t's intents: append them to the group-commit buffer; durable:
+ * write and fsync the section before returning. */
+int mm_journal_commit(mm_engine *e, mm_txn *t, bool durable, md_error *err);
+/* After a commit (no transaction open): remap the private view if it grew. */
+void mm_journal_after_commit(mm_engine *e);
+int mm_journal_flush(mm_engine *e, bool sync, md_error *err);
+int mm_journal_failed(mm_engine *e); /* 0 or the error that stopped writes */
+void mm_journal_lock(mm_engine *e);  /* the files array and views */
+void mm_journal_unlock(mm_engine *e);
+void mm_journal_status(mm_engine *e, bson_t *sub);
 
 /* ---- mm_rs.c: record stores and cursors ---------------------------------- */
 /* The live record at l in namespace slot, or NULL (bounds, chain membership,

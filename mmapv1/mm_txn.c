@@ -1,13 +1,13 @@
 /*
  * mm_txn.c -- transactions as write intents with pre-images (MongoDB's
- * recoveryUnit()->writing(), without the journal yet).
+ * recoveryUnit()->writing()); commit hands them to the journal.
  *
  * Each mm_writing(t, p, len) locates p in a mapping, records the intent
  * (file number or MM_NS_FILENO, offset, length) and saves the bytes it
  * covers.  Abort copies the pre-images back in reverse order, so the first
- * pre-image of a byte wins; commit drops them (durable: msync the touched
- * ranges of each file).  Intents hold (file, offset), not pointers, so they
- * survive remapping and are exactly what the journal will log.
+ * pre-image of a byte wins; commit passes the intents to mm_journal.c and
+ * drops the pre-images.  Intents hold (file, offset), not pointers, so they
+ * survive remapping and are exactly what the journal logs.
  *
  * Running out of memory while saving a pre-image would leave a change that
  * cannot be undone, so it stops the process, as MongoDB's fassert does.
@@ -104,6 +104,8 @@ int mm_txn_begin(eng_engine *eng, eng_txn **out)
     mm_engine *e = mm_E(eng);
     if (e->txn)
         return MD_EBUSY; /* one transaction at a time in this version */
+    if (e->j && mm_journal_failed(e))
+        return MD_EIO; /* the journal failed: refuse further writes */
     mm_txn *t = calloc(1, sizeof *t);
     if (!t)
         return MD_ENOMEM;
@@ -148,12 +150,26 @@ static int sync_intents(mm_txn *t, md_error *err)
     return 0;
 }
 
+/*
+ * Journal on: hand the intents (with the bytes they now hold) to the group
+ * commit; durable waits for the section to be fsynced.  Journal off:
+ * durable msyncs the touched ranges in place (no atomicity across a crash).
+ * A journal that cannot be written refuses the commit; the changes then
+ * stay only in the private view, and every later begin fails.
+ */
 int mm_txn_commit(eng_txn *tx, bool durable, md_error *err)
 {
-    mm_txn *t = mm_T(tx, mm_E(tx->engine));
-    int rc = durable ? sync_intents(t, err) : 0;
-    t->e->meta_dirty = false;
+    mm_engine *e = mm_E(tx->engine);
+    mm_txn *t = mm_T(tx, e);
+    int rc;
+    if (e->journal)
+        rc = t->n ? mm_journal_commit(e, t, durable, err) : 0;
+    else
+        rc = durable ? sync_intents(t, err) : 0;
+    e->meta_dirty = false;
     txn_free(t);
+    if (e->journal)
+        mm_journal_after_commit(e);
     return rc;
 }
 

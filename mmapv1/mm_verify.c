@@ -325,11 +325,26 @@ void mm_verify_ns(const mm_engine *e, int32_t slot, eng_validate *v, bool with_i
     free(s.x);
 }
 
+/* journal: false and the last run did not close cleanly, or the journal
+ * was damaged before its end: whatever the walk finds, the files cannot be
+ * vouched for. */
+static void note_unclean(const mm_engine *e, eng_validate *v)
+{
+    if (e->unclean_nojournal)
+        eng_validate_error(v, "the database was not shut down cleanly while running without "
+                              "a journal (journal: false): data files may be inconsistent "
+                              "and writes since the last flush may be lost");
+    if (e->journal_damaged)
+        eng_validate_error(v, "journal replay stopped at a damaged section before the end of "
+                              "the journal: data files may be inconsistent");
+}
+
 int mm_rs_validate(eng_rs *rs_, eng_validate *v)
 {
     mm_rs *rs = (mm_rs *)rs_;
     if (!mm_rs_details(rs))
         return MD_NOTFOUND;
+    note_unclean(rs->e, v);
     mm_verify_ns(rs->e, rs->slot, v, true);
     return 0;
 }
@@ -400,6 +415,7 @@ int mm_verify(eng_engine *eng, eng_validate *v)
     mm_engine *e = mm_E(eng);
     range *xs = NULL;
     size_t nx = 0, xcap = 0;
+    note_unclean(e, v);
     for (int n = 0; n < e->nfiles; n++) {
         const mm_dfh *h = mm_dfh_at(e, n);
         if (h->unused.a != n || (int64_t)h->unused.ofs + h->unused_length + 16 != h->file_length)

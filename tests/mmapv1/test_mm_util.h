@@ -3,8 +3,12 @@
  * (test_mm_*.c): a fresh mkdtemp directory with tiny files (64 KiB first
  * data file, 64 KiB .ns), documents of an exact BSON size, and shortcuts
  * for transactions, collections and validate.  Tests may read the on-disk
- * format through mm_int.h and damage files with pwrite (the mappings are
- * MAP_SHARED, so the engine sees the bytes at once).
+ * format through mm_int.h and damage files with pwrite after mmt_settle():
+ * with the journal the engine reads a MAP_PRIVATE view, which sees bytes
+ * written to the file only on pages it has not changed since the last
+ * flush (eng_flush applies every commit and remaps the private view).
+ * debugCheckViews is on: every flush checks that no byte changed without
+ * mm_writing().
  */
 #ifndef TEST_MM_UTIL_H
 #define TEST_MM_UTIL_H
@@ -43,6 +47,7 @@ static inline void mmt_options(bson_t *opts, int64_t first, int64_t ns, bool rem
     BSON_APPEND_INT64(&sub, "firstFileSize", first);
     BSON_APPEND_INT64(&sub, "nsSize", ns);
     BSON_APPEND_BOOL(&sub, "debugRemapOnGrow", remap);
+    BSON_APPEND_BOOL(&sub, "debugCheckViews", true);
     bson_append_document_end(opts, &sub);
 }
 
@@ -222,10 +227,18 @@ static inline bool mmt_has_error(const eng_validate *v, const char *needle)
     return found;
 }
 
+/* Apply every commit to the files and drop the private view's copies, so
+ * that bytes written to the files from outside show through. */
+static inline void mmt_settle(mmt *t)
+{
+    cr_assert_eq(eng_flush(t->e, false, NULL), 0);
+}
+
 /* Overwrite bytes of data file n at ofs, as damage from outside. */
 static inline void mmt_poke(mmt *t, int n, int64_t ofs, const void *p, size_t len)
 {
     char path[128];
+    mmt_settle(t);
     snprintf(path, sizeof path, "%s/test.%d", t->dir, n);
     int fd = open(path, O_RDWR);
     cr_assert(fd >= 0);

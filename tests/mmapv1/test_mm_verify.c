@@ -194,6 +194,7 @@ Test(mm_verify, count_mismatch)
     int32_t slot = mm_ns_find(e, "test.c");
     char path[128];
     snprintf(path, sizeof path, "%s/test.ns", t.dir);
+    mmt_settle(&t);
     int fd = open(path, O_RDWR);
     int64_t n = 7;
     cr_assert_eq(pwrite(fd, &n, 8, (int64_t)slot * 640 + 368), 8);

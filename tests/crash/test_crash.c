@@ -1,0 +1,529 @@
+/*
+ * test_crash.c -- crash tests for the mmapv1 journal through the public
+ * API (include/minidoc.h).
+ *
+ * Each round forks a writer that opens the database and runs a random
+ * stream of writes through md_db_command: inserts, updates that grow the
+ * document (forcing moves), deletes and the creation of an index, most
+ * with writeConcern {j: true} and some without.  Before each write it
+ * appends "B n <op>" to a side file; once the database acknowledged the
+ * write it appends "A n" and fsyncs the side file.  The parent SIGKILLs it
+ * at a random moment, reopens the database and checks:
+ *
+ *   - open succeeds (the journal replays) and validate {full: true} is
+ *     clean;
+ *   - the documents and the index set equal the model after some prefix
+ *     of the operations, at least up to the last j:true write that was
+ *     acknowledged and at most up to the one in flight: no acknowledged
+ *     journaled write is lost, nothing that was never written appears,
+ *     and commits are never torn or reordered;
+ *   - the index on v agrees with the records (every document is found
+ *     through it, and it holds nothing else).
+ *
+ * The suite runs a few rounds (< 30 s).  MINIDOC_CRASH_ROUNDS=N runs N
+ * rounds (the long run: `make crash` should run
+ * `MINIDOC_CRASH_ROUNDS=500 build/test_minidoc --filter crash/...`), and
+ * MINIDOC_CRASH_SEED fixes the seed (printed on failure).
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "minidoc.h"
+
+#define NIDS 64      /* _id values 0 .. NIDS-1 */
+#define MAXPAD 6000  /* largest pad string */
+#define MAXOPS 20000 /* per round */
+
+typedef struct mdoc {
+    bool live;
+    int64_t v;
+    int pad;
+} mdoc;
+
+typedef struct model {
+    mdoc d[NIDS];
+    bool index;
+} model;
+
+/* One operation: 'I' insert, 'U' update, 'D' delete, 'X' create index. */
+typedef struct op {
+    char kind;
+    int id, pad;
+    int64_t v;
+    bool j;
+} op;
+
+static uint64_t rng_state;
+
+static uint64_t rnd(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+static int rnd_int(int n)
+{
+    return (int)(rnd() % (uint64_t)n);
+}
+
+static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb, (void)flag, (void)ftw;
+    return remove(p);
+}
+
+static bson_t *open_opts(bool journal)
+{
+    bson_t *o = bson_new(), sub;
+    BSON_APPEND_UTF8(o, "engine", "mmapv1");
+    BSON_APPEND_DOCUMENT_BEGIN(o, "mmapv1", &sub);
+    BSON_APPEND_INT64(&sub, "firstFileSize", 256 * 1024);
+    BSON_APPEND_INT64(&sub, "nsSize", 65536);
+    BSON_APPEND_BOOL(&sub, "journal", journal);
+    BSON_APPEND_BOOL(&sub, "debugCheckViews", true);
+    BSON_APPEND_INT32(&sub, "journalCommitInterval", 20);
+    BSON_APPEND_INT32(&sub, "syncdelay", 1);
+    BSON_APPEND_INT64(&sub, "journalFileSize", 65536); /* many j._N files */
+    bson_append_document_end(o, &sub);
+    return o;
+}
+
+static void apply(model *m, const op *o)
+{
+    switch (o->kind) {
+    case 'I':
+    case 'U':
+        m->d[o->id] = (mdoc){true, o->v, o->pad};
+        break;
+    case 'D':
+        m->d[o->id].live = false;
+        break;
+    case 'X':
+        m->index = true;
+        break;
+    }
+}
+
+static void make_doc(bson_t *b, int id, int64_t v, int pad)
+{
+    static char s[MAXPAD + 1];
+    memset(s, 'a' + id % 26, (size_t)pad);
+    s[pad] = '\0';
+    bson_init(b);
+    BSON_APPEND_INT32(b, "_id", id);
+    BSON_APPEND_INT64(b, "v", v);
+    BSON_APPEND_UTF8(b, "pad", s);
+}
+
+static void append_wc(bson_t *cmd, bool j)
+{
+    bson_t wc;
+    if (!j)
+        return;
+    BSON_APPEND_DOCUMENT_BEGIN(cmd, "writeConcern", &wc);
+    BSON_APPEND_BOOL(&wc, "j", true);
+    bson_append_document_end(cmd, &wc);
+}
+
+/* Run o against db; 0 when acknowledged with no write error. */
+static int run_op(md_db *db, const op *o)
+{
+    bson_t cmd = BSON_INITIALIZER, arr, el, q, u, set, doc, reply, key;
+    switch (o->kind) {
+    case 'I':
+        BSON_APPEND_UTF8(&cmd, "insert", "c");
+        BSON_APPEND_ARRAY_BEGIN(&cmd, "documents", &arr);
+        make_doc(&doc, o->id, o->v, o->pad);
+        BSON_APPEND_DOCUMENT(&arr, "0", &doc);
+        bson_destroy(&doc);
+        bson_append_array_end(&cmd, &arr);
+        break;
+    case 'U':
+        BSON_APPEND_UTF8(&cmd, "update", "c");
+        BSON_APPEND_ARRAY_BEGIN(&cmd, "updates", &arr);
+        BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &el);
+        BSON_APPEND_DOCUMENT_BEGIN(&el, "q", &q);
+        BSON_APPEND_INT32(&q, "_id", o->id);
+        bson_append_document_end(&el, &q);
+        make_doc(&doc, o->id, o->v, o->pad);
+        BSON_APPEND_DOCUMENT_BEGIN(&el, "u", &u);
+        BSON_APPEND_DOCUMENT_BEGIN(&u, "$set", &set);
+        bson_iter_t it;
+        bson_iter_init(&it, &doc);
+        while (bson_iter_next(&it))
+            if (strcmp(bson_iter_key(&it), "_id") != 0)
+                bson_append_iter(&set, NULL, 0, &it);
+        bson_append_document_end(&u, &set);
+        bson_append_document_end(&el, &u);
+        bson_destroy(&doc);
+        bson_append_document_end(&arr, &el);
+        bson_append_array_end(&cmd, &arr);
+        break;
+    case 'D':
+        BSON_APPEND_UTF8(&cmd, "delete", "c");
+        BSON_APPEND_ARRAY_BEGIN(&cmd, "deletes", &arr);
+        BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &el);
+        BSON_APPEND_DOCUMENT_BEGIN(&el, "q", &q);
+        BSON_APPEND_INT32(&q, "_id", o->id);
+        bson_append_document_end(&el, &q);
+        BSON_APPEND_INT32(&el, "limit", 1);
+        bson_append_document_end(&arr, &el);
+        bson_append_array_end(&cmd, &arr);
+        break;
+    case 'X':
+        BSON_APPEND_UTF8(&cmd, "createIndexes", "c");
+        BSON_APPEND_ARRAY_BEGIN(&cmd, "indexes", &arr);
+        BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &el);
+        BSON_APPEND_DOCUMENT_BEGIN(&el, "key", &key);
+        BSON_APPEND_INT32(&key, "v", 1);
+        bson_append_document_end(&el, &key);
+        BSON_APPEND_UTF8(&el, "name", "v_1");
+        bson_append_document_end(&arr, &el);
+        bson_append_array_end(&cmd, &arr);
+        break;
+    }
+    append_wc(&cmd, o->j);
+    md_error err;
+    int rc = md_db_command(db, &cmd, &reply, &err);
+    bson_iter_t it;
+    if (rc == 0 && bson_iter_init_find(&it, &reply, "writeErrors"))
+        rc = MD_ERROR;
+    bson_destroy(&reply);
+    bson_destroy(&cmd);
+    return rc;
+}
+
+/* Read the collection into m (index: whether v_1 exists). */
+static void load(md_db *db, model *m)
+{
+    memset(m, 0, sizeof *m);
+    md_collection *c = md_db_get_collection(db, "c");
+    md_cursor *cur = md_collection_find_with_opts(c, NULL, NULL);
+    const bson_t *d;
+    while (md_cursor_next(cur, &d)) {
+        bson_iter_t it;
+        cr_assert(bson_iter_init_find(&it, d, "_id"));
+        int id = bson_iter_as_int64(&it) & 0xffff;
+        cr_assert(id < NIDS, "unexpected _id %d", id);
+        cr_assert_not(m->d[id].live, "_id %d twice", id);
+        cr_assert(bson_iter_init_find(&it, d, "v"));
+        int64_t v = bson_iter_as_int64(&it);
+        uint32_t len = 0;
+        cr_assert(bson_iter_init_find(&it, d, "pad"));
+        const char *s = bson_iter_utf8(&it, &len);
+        for (uint32_t i = 0; i < len; i++)
+            cr_assert_eq(s[i], 'a' + id % 26, "_id %d: pad damaged", id);
+        m->d[id] = (mdoc){true, v, (int)len};
+    }
+    md_error err;
+    cr_assert_not(md_cursor_error(cur, &err), "find: %s", err.message);
+    md_cursor_destroy(cur);
+    bson_t reply;
+    int rc = md_db_command_json(db, "{\"listIndexes\": \"c\"}", &reply, &err);
+    if (rc == 0) {
+        char *s = bson_as_relaxed_extended_json(&reply, NULL);
+        m->index = strstr(s, "\"v_1\"") != NULL;
+        bson_free(s);
+    }
+    bson_destroy(&reply);
+    md_collection_destroy(c);
+}
+
+static bool model_eq(const model *a, const model *b)
+{
+    if (a->index != b->index)
+        return false;
+    for (int i = 0; i < NIDS; i++) {
+        if (a->d[i].live != b->d[i].live)
+            return false;
+        if (a->d[i].live && (a->d[i].v != b->d[i].v || a->d[i].pad != b->d[i].pad))
+            return false;
+    }
+    return true;
+}
+
+/* Choose the next operation from the writer's view of the database. */
+static op next_op(const model *m, int64_t v)
+{
+    op o = {.v = v, .j = rnd_int(4) != 0};
+    int id = rnd_int(NIDS);
+    if (!m->index && rnd_int(200) == 0) {
+        o.kind = 'X';
+        o.j = true;
+    } else if (!m->d[id].live) {
+        o.kind = 'I';
+        o.id = id;
+        o.pad = 10 + rnd_int(300);
+    } else if (rnd_int(4) == 0) {
+        o.kind = 'D';
+        o.id = id;
+    } else {
+        o.kind = 'U';
+        o.id = id;
+        int grow = rnd_int(3) == 0 ? 0 : 50 + rnd_int(600);
+        o.pad = m->d[id].pad + grow > MAXPAD ? 10 + rnd_int(100) : m->d[id].pad + grow;
+    }
+    return o;
+}
+
+static void side_write(int fd, const char *line)
+{
+    size_t n = strlen(line);
+    if (write(fd, line, n) != (ssize_t)n)
+        _exit(20);
+}
+
+/* The writer: runs until killed. */
+static void writer(const char *dir, const char *side, int round, bool journal)
+{
+    md_db *db;
+    md_error err;
+    bson_t *o = open_opts(journal);
+    if (md_db_open(dir, o, &db, &err) != 0) {
+        fprintf(stderr, "writer: open: %s\n", err.message);
+        _exit(10);
+    }
+    model m;
+    load(db, &m);
+    int fd = open(side, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+    if (fd < 0)
+        _exit(11);
+    char line[128];
+    for (int n = 0; n < MAXOPS; n++) {
+        op x = next_op(&m, (int64_t)round * 1000000 + n);
+        snprintf(line, sizeof line, "B %d %c %d %d %lld %d\n", n, x.kind, x.id, x.pad,
+                 (long long)x.v, x.j);
+        side_write(fd, line);
+        if (run_op(db, &x) != 0) {
+            fprintf(stderr, "writer: op %d (%c) failed\n", n, x.kind);
+            _exit(12);
+        }
+        apply(&m, &x);
+        snprintf(line, sizeof line, "A %d\n", n);
+        side_write(fd, line);
+        if (fsync(fd) != 0)
+            _exit(13);
+    }
+    md_db_close(db);
+    _exit(0);
+}
+
+typedef struct history {
+    op *ops;
+    int n;         /* operations begun */
+    int acked;     /* operations acknowledged: ops[0 .. acked) */
+    int last_j;    /* index of the last acknowledged j:true op, or -1 */
+} history;
+
+static void read_side(const char *side, history *h)
+{
+    FILE *f = fopen(side, "r");
+    cr_assert(f, "side file %s", side);
+    h->ops = calloc(MAXOPS, sizeof *h->ops);
+    h->n = h->acked = 0;
+    h->last_j = -1;
+    char line[128];
+    while (fgets(line, sizeof line, f)) {
+        int n, id, pad, j;
+        long long v;
+        char kind;
+        if (sscanf(line, "B %d %c %d %d %lld %d", &n, &kind, &id, &pad, &v, &j) == 6) {
+            cr_assert_eq(n, h->n);
+            h->ops[h->n++] = (op){kind, id, pad, v, j != 0};
+        } else if (sscanf(line, "A %d", &n) == 1) {
+            cr_assert_eq(n, h->acked);
+            if (h->ops[n].j)
+                h->last_j = n;
+            h->acked++;
+        }
+    }
+    fclose(f);
+}
+
+/* validate {full: true} must be clean (or, without the journal, must not
+ * crash and must say the files are suspect). */
+static void check_validate(md_db *db, bool journal, int round, uint64_t seed)
+{
+    bson_t reply;
+    md_error err;
+    int rc = md_db_command_json(db, "{\"validate\": \"c\", \"full\": true}", &reply, &err);
+    if (rc != 0 && err.code == 26) { /* killed before the collection existed */
+        bson_destroy(&reply);
+        return;
+    }
+    char *s = bson_as_relaxed_extended_json(&reply, NULL);
+    bson_iter_t it;
+    bool valid = rc == 0 && bson_iter_init_find(&it, &reply, "valid") && bson_iter_as_bool(&it);
+    if (journal)
+        cr_assert(valid, "round %d seed %llu: validate: %s", round, (unsigned long long)seed, s);
+    else
+        cr_assert(!valid && strstr(s, "not shut down cleanly"),
+                  "round %d: validate without journal: %s", round, s);
+    bson_free(s);
+    bson_destroy(&reply);
+}
+
+/* Every live document is found through v_1 and the index holds nothing
+ * else. */
+static void check_index(md_db *db, const model *m, int round)
+{
+    md_collection *c = md_db_get_collection(db, "c");
+    int live = 0;
+    for (int i = 0; i < NIDS; i++) {
+        if (!m->d[i].live)
+            continue;
+        live++;
+        bson_t f = BSON_INITIALIZER, opts = BSON_INITIALIZER, hint;
+        BSON_APPEND_INT64(&f, "v", m->d[i].v);
+        BSON_APPEND_DOCUMENT_BEGIN(&opts, "hint", &hint);
+        BSON_APPEND_INT32(&hint, "v", 1);
+        bson_append_document_end(&opts, &hint);
+        md_cursor *cur = md_collection_find_with_opts(c, &f, &opts);
+        const bson_t *d;
+        int n = 0;
+        while (md_cursor_next(cur, &d)) {
+            bson_iter_t it;
+            cr_assert(bson_iter_init_find(&it, d, "_id"));
+            cr_assert_eq(bson_iter_as_int64(&it), i, "round %d: v_1 finds the wrong doc", round);
+            n++;
+        }
+        md_error err;
+        cr_assert_not(md_cursor_error(cur, &err), "round %d: %s", round, err.message);
+        cr_assert_eq(n, 1, "round %d: _id %d found %d times through v_1", round, i, n);
+        md_cursor_destroy(cur);
+        bson_destroy(&f);
+        bson_destroy(&opts);
+    }
+    bson_t opts = BSON_INITIALIZER, hint;
+    BSON_APPEND_DOCUMENT_BEGIN(&opts, "hint", &hint);
+    BSON_APPEND_INT32(&hint, "v", 1);
+    bson_append_document_end(&opts, &hint);
+    md_cursor *cur = md_collection_find_with_opts(c, NULL, &opts);
+    const bson_t *d;
+    int n = 0;
+    while (md_cursor_next(cur, &d))
+        n++;
+    md_cursor_destroy(cur);
+    bson_destroy(&opts);
+    cr_assert_eq(n, live, "round %d: a full v_1 scan gives %d docs, %d live", round, n, live);
+    md_collection_destroy(c);
+}
+
+static int env_int(const char *name, int dflt)
+{
+    const char *s = getenv(name);
+    return s && *s ? atoi(s) : dflt;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+/*
+ * Run `rounds` kill/recover rounds on one directory.  The state found after
+ * each recovery is the base the next writer starts from.
+ */
+static void crash_rounds(int rounds, bool journal)
+{
+    char dir[64], side[128];
+    snprintf(dir, sizeof dir, "/tmp/mdcrash.XXXXXX");
+    cr_assert(mkdtemp(dir));
+    snprintf(side, sizeof side, "%s.side", dir);
+    uint64_t seed = (uint64_t)env_int("MINIDOC_CRASH_SEED", 0);
+    if (!seed)
+        seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 16);
+    rng_state = seed | 1;
+    bson_t *o = open_opts(journal);
+    model base;
+    memset(&base, 0, sizeof base);
+    int kills = 0;
+    int64_t ops = 0, acked = 0, lost = 0, index_checks = 0;
+    for (int r = 0; r < rounds; r++) {
+        fflush(NULL);
+        uint64_t child_seed = rnd();
+        pid_t pid = fork();
+        cr_assert(pid >= 0);
+        if (pid == 0) {
+            rng_state = child_seed | 1;
+            writer(dir, side, r + 1, journal);
+        }
+        sleep_ms(30 + rnd_int(400));
+        kill(pid, SIGKILL);
+        int st;
+        cr_assert_eq(waitpid(pid, &st, 0), pid);
+        cr_assert(WIFSIGNALED(st), "round %d seed %llu: writer exited with %d", r,
+                  (unsigned long long)seed, WEXITSTATUS(st));
+        kills++;
+
+        history h;
+        read_side(side, &h);
+        md_db *db;
+        md_error err;
+        int rc = md_db_open(dir, o, &db, &err);
+        cr_assert_eq(rc, 0, "round %d seed %llu: reopen: %s", r, (unsigned long long)seed,
+                     err.message);
+        check_validate(db, journal, r, seed);
+        model got;
+        load(db, &got);
+        if (journal) {
+            /* the state must be the model after some prefix [0, k) with
+             * last_j < k <= n */
+            model m = base;
+            int k = -1;
+            for (int i = 0; i <= h.n; i++) {
+                if (i > h.last_j && model_eq(&m, &got)) {
+                    k = i;
+                    break;
+                }
+                if (i < h.n)
+                    apply(&m, &h.ops[i]);
+            }
+            cr_assert_geq(k, 0,
+                          "round %d seed %llu: recovered state matches no prefix after the "
+                          "last j:true ack (op %d; %d begun, %d acked)",
+                          r, (unsigned long long)seed, h.last_j, h.n, h.acked);
+            if (got.index) {
+                check_index(db, &got, r);
+                index_checks++;
+            }
+            lost += h.n - k;
+        }
+        ops += h.n;
+        acked += h.acked;
+        base = got;
+        free(h.ops);
+        md_db_close(db);
+    }
+    bson_destroy(o);
+    unlink(side);
+    nftw(dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+    cr_log_info("crash (journal %s): %d rounds, %d kills, %lld ops begun, %lld acked, "
+                "%lld begun but not recovered, %lld index checks, seed %llu",
+                journal ? "on" : "off", rounds, kills, (long long)ops, (long long)acked,
+                (long long)lost, (long long)index_checks, (unsigned long long)seed);
+}
+
+Test(crash, journal_recovers_after_sigkill)
+{
+    crash_rounds(env_int("MINIDOC_CRASH_ROUNDS", 6), true);
+}
+
+Test(crash, no_journal_is_reported_not_fatal)
+{
+    crash_rounds(env_int("MINIDOC_CRASH_ROUNDS_NOJOURNAL", 2), false);
+}
