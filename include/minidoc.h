@@ -145,8 +145,11 @@ typedef struct md_db md_db;
  *   smallFiles    bool, data file sizes divided by 4 (mmapv1)
  *   cursorTimeoutMillis  idle cursors are closed after this long (600000,
  *                 MongoDB's 10 minutes); also settable with setParameter
- *   mmapv1        {firstFileSize: bytes, nsSize: bytes,
- *                  debugRemapOnGrow: bool}      test knobs (mmapv1)
+ *   mmapv1        {journal: bool (true), journalCommitInterval: ms
+ *                  (100, 1..500), syncdelay: s (60; 0 = only at fsync and
+ *                  close), journalFileSize: bytes (1 GB)}   (mmapv1)
+ *                 {firstFileSize: bytes, nsSize: bytes, debugRemapOnGrow,
+ *                  debugCheckViews: bool}        test knobs (mmapv1)
  *   btree         {cacheSizeMB, blockCompressor: "snappy"|"zstd"|"none",
  *                  checkpointIntervalSecs}       (btree; see btree/bt.h)
  *
