@@ -5,6 +5,8 @@
 #   make test       install missing Debian packages, build, run every test
 #   make check      alias of test
 #   make crash      the long crash-recovery run (tests/crash)
+#   make test-tsan  the threaded stress programs (tests/*/tsan_*.c) under
+#                   ThreadSanitizer
 #   make bench      build the benchmark programs (build/bench/*)
 #   make clean
 #
@@ -51,7 +53,7 @@ TEST_BIN  := $(BUILD)/test_minidoc
 BENCH_SRCS:= $(wildcard bench/*.c)
 BENCH_BINS:= $(BENCH_SRCS:%.c=$(BUILD)/%)
 
-.PHONY: all deps demo test check bench crash clean
+.PHONY: all deps demo test check bench crash test-tsan clean
 
 all: $(LIB) $(CLI) $(TEST_BIN)
 
@@ -93,6 +95,19 @@ bench: $(BENCH_BINS)
 
 $(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# Criterion cannot start under TSan, so the threaded parts have standalone
+# stress programs, built against a SANITIZER=thread library.
+TSAN_SRCS := $(wildcard tests/*/tsan_*.c)
+test-tsan: deps
+	@$(MAKE) --no-print-directory SANITIZER=thread build-thread/libminidoc.a
+	@for src in $(TSAN_SRCS); do \
+	    bin=build-thread/$$(basename $$src .c); \
+	    echo "$(CC) ... $$src -> $$bin"; \
+	    $(CC) $(CPPFLAGS) $(CFLAGS) -fsanitize=thread $$src build-thread/libminidoc.a \
+	        -fsanitize=thread $(LDLIBS) -o $$bin || exit 1; \
+	    TSAN_OPTIONS=halt_on_error=1 $$bin || exit 1; \
+	done
 
 clean:
 	rm -rf build build-*
