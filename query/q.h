@@ -19,6 +19,12 @@
  *   q_write.c    insert / update / delete of one document, keeping every
  *                index exact (including mmapv1 moves)
  *   q_cmd*.c     the command dispatcher and each command's reply
+ *   q_plan.c     the planner: index bounds, candidate plans, covered queries
+ *   q_plan_cache.c  the winning plan per query shape
+ *   q_scan.c     plan execution (COLLSCAN, IXSCAN + FETCH) and the trial
+ *                run that picks among several candidate plans
+ *   q_explain.c  the explain command
+ *   q_ttl.c      the TTL monitor
  *   q_cursor.c   server-side cursors for find / getMore / killCursors
  *   q_api.c      include/minidoc.h: md_db, typed wrappers, md_cursor
  *
@@ -156,6 +162,15 @@ void q_keyset_cleanup(q_keyset *ks);
  */
 int q_index_keys(const bson_t *pattern, const bson_t *doc, bool sparse, q_keyset *out,
                  md_error *err);
+/*
+ * Decode key `key` of a non-multikey index with pattern `pattern` back into
+ * {field: value, ...} (out initialized by the call).  Numbers come back as
+ * int32 / int64 when integral, else double (the encoding keeps no numeric
+ * type); strings, bools, dates and ObjectIds exactly.  False for any other
+ * value (null -- possibly a missing field --, NaN, documents...): the
+ * caller must read the document instead.
+ */
+bool q_key_decode(const bson_t *pattern, const uint8_t *key, uint32_t klen, bson_t *out);
 /* Render an encoded key back as the "{ x: 1 }" text of an E11000 message. */
 void q_key_describe(const bson_t *pattern, const bson_t *doc, char *out, size_t outlen);
 

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "q_int.h"
+#include "q_path.h"
 
 /* ---- names ----------------------------------------------------------------- */
 
@@ -239,6 +240,21 @@ q_index *q_index_new(const bson_t *spec, const char *ident)
     ix->unique = strcmp(ix->name, "_id_") == 0 ||
                  (bson_iter_init_find(&it, spec, "unique") && bson_iter_as_bool(&it));
     ix->sparse = bson_iter_init_find(&it, spec, "sparse") && bson_iter_as_bool(&it);
+    ix->expire_secs = -1;
+    bson_iter_t kt;
+    if (bson_iter_init(&kt, &ix->key) && bson_iter_next(&kt) && BSON_ITER_HOLDS_UTF8(&kt))
+        ix->hashed = strcmp(bson_iter_utf8(&kt, NULL), "hashed") == 0;
+    if (bson_iter_init_find(&it, spec, "partialFilterExpression") &&
+        BSON_ITER_HOLDS_DOCUMENT(&it)) {
+        const uint8_t *data;
+        uint32_t len;
+        bson_t pf;
+        bson_iter_document(&it, &len, &data);
+        if (bson_init_static(&pf, data, len))
+            (void)q_matcher_new(&pf, &ix->partial, NULL); /* validated at creation */
+    }
+    if (bson_iter_init_find(&it, spec, "expireAfterSeconds") && BSON_ITER_HOLDS_NUMBER(&it))
+        ix->expire_secs = bson_iter_as_int64(&it);
     snprintf(ix->ident, sizeof ix->ident, "%s", ident);
     return ix;
 }
@@ -247,6 +263,7 @@ void q_index_free(q_index *ix)
 {
     if (!ix)
         return;
+    q_matcher_destroy(ix->partial);
     eng_ss_close(ix->ss);
     bson_destroy(&ix->key);
     bson_destroy(&ix->spec);
@@ -275,6 +292,7 @@ static void coll_free(q_coll *c)
     for (size_t i = 0; i < c->nidx; i++)
         q_index_free(c->idx[i]);
     free(c->idx);
+    q_plan_cache_clear(c);
     eng_rs_close(c->rs);
     bson_destroy(&c->options);
     pthread_rwlock_destroy(&c->lock);
@@ -628,4 +646,66 @@ out_reopen:
     q_write_failed(db, rc, err);
     reopen_handles(db, c, NULL);
     return rc;
+}
+
+/* ---- index keys per index type -------------------------------------------------- */
+
+/*
+ * Hashed keys: FNV-1a 64 over the value's key encoding (q_key.c), stored as
+ * a NumberLong key.  MongoDB uses the first 8 bytes of an MD5 over the
+ * value's BSON; minidoc's hashes therefore differ from MongoDB's, but equal
+ * values (42, 42L, 42.0) hash alike in both.
+ */
+void q_index_hash_key(const uint8_t *enc, size_t len, q_buf *out)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    bson_t one = BSON_INITIALIZER;
+    bson_iter_t it;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ enc[i]) * 0x100000001b3ull;
+    BSON_APPEND_INT64(&one, "h", (int64_t)h);
+    bson_iter_init_find(&it, &one, "h");
+    q_key_append_value(out, &it, false);
+    bson_destroy(&one);
+}
+
+static int hashed_keys(const q_index *ix, const bson_t *doc, q_keyset *out, md_error *err)
+{
+    bson_iter_t kt, v;
+    q_buf enc;
+    bson_iter_init(&kt, &ix->key);
+    bson_iter_next(&kt);
+    bson_t probe = BSON_INITIALIZER;
+    BSON_APPEND_INT32(&probe, bson_iter_key(&kt), 1);
+    /* one key from the plain generator tells the value (or null) */
+    int rc = q_index_keys(&probe, doc, false, out, err);
+    bson_destroy(&probe);
+    if (rc)
+        return rc;
+    bool arr = out->multikey;
+    if (!arr && bson_iter_init(&v, doc) && bson_iter_find_descendant(&v, bson_iter_key(&kt), &v))
+        arr = BSON_ITER_HOLDS_ARRAY(&v);
+    if (arr) {
+        q_keyset_cleanup(out);
+        q_keyset_init(out);
+        return q_err(err, MD_EINVAL, 16766,
+                     "Error: hashed indexes do not currently support array values");
+    }
+    q_buf_init(&enc);
+    q_index_hash_key(out->keys[0].data, out->keys[0].len, &enc);
+    q_buf_reset(&out->keys[0]);
+    q_buf_append(&out->keys[0], enc.data, enc.len);
+    q_buf_cleanup(&enc);
+    return 0;
+}
+
+int q_index_doc_keys(const q_index *ix, const bson_t *doc, q_keyset *out, md_error *err)
+{
+    q_keyset_cleanup(out);
+    q_keyset_init(out);
+    if (ix->partial && !q_matcher_matches(ix->partial, doc))
+        return 0;
+    if (ix->hashed)
+        return hashed_keys(ix, doc, out, err);
+    return q_index_keys(&ix->key, doc, ix->sparse, out, err);
 }

@@ -230,6 +230,14 @@ int q_db_configure(md_db *db, const bson_t *opts, md_error *err)
 {
     bson_iter_t it;
     int64_t ms;
+    db->ttl_sleep_ms = Q_TTL_SLEEP_SECS * 1000;
+    db->ttl_last_ms = q_now_ms();
+    if (opts && bson_iter_init_find(&it, opts, "ttlMonitorSleepSecs")) {
+        if (!BSON_ITER_HOLDS_NUMBER(&it) || bson_iter_as_double(&it) < 0)
+            return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE,
+                         "ttlMonitorSleepSecs must be a non-negative number");
+        db->ttl_sleep_ms = (int64_t)(bson_iter_as_double(&it) * 1000);
+    }
     if (!opts || !bson_iter_init_find(&it, opts, "cursorTimeoutMillis"))
         return 0;
     int rc = cursor_timeout_value(&it, &ms, err);
@@ -323,6 +331,10 @@ static const struct {
     {"getMore", q_cmd_get_more},
     {"killCursors", q_cmd_kill_cursors},
     {"count", q_cmd_count},
+    {"explain", q_cmd_explain},
+    {"planCacheListQueryShapes", q_cmd_plan_cache_list},
+    {"planCacheClear", q_cmd_plan_cache_clear},
+    {"ttlMonitor", q_cmd_ttl_monitor},
     {"distinct", q_cmd_distinct},
     {"create", q_cmd_create},
     {"drop", q_cmd_drop},
@@ -368,6 +380,8 @@ static int run_command(md_db *db, const bson_t *command, bson_t *reply, md_error
         return q_err(err, MD_EINVAL, MD_CODE_COMMAND_NOT_FOUND, "no such command: '%s'",
                      bson_iter_key(&it));
     q_cursor_reap(db, q_now_ms());
+    if (fn != q_cmd_ttl_monitor)
+        q_ttl_maybe(db, q_now_ms());
     int rc = fn(db, command, reply, err);
     if (rc && !err->message[0])
         q_err(err, rc, eng_rc_to_code(rc), "%s", md_strerror(rc));

@@ -281,6 +281,12 @@ static int check_key_pattern(const bson_t *key, md_error *err)
         if (!k[0] || k[0] == '$')
             return q_err(err, MD_EINVAL, MD_CODE_CANNOT_CREATE_INDEX,
                          "Index key contains an illegal field name: '%s'", k);
+        if (BSON_ITER_HOLDS_UTF8(&it) && strcmp(bson_iter_utf8(&it, NULL), "hashed") == 0) {
+            if (bson_count_keys(key) != 1)
+                return q_err(err, MD_EINVAL, MD_CODE_CANNOT_CREATE_INDEX,
+                             "Currently only single field hashed index supported.");
+            continue;
+        }
         if (BSON_ITER_HOLDS_UTF8(&it))
             return q_err(err, MD_ENOTSUP, MD_CODE_CANNOT_CREATE_INDEX,
                          "index type '%s' is not supported yet", bson_iter_utf8(&it, NULL));
@@ -297,9 +303,14 @@ static void default_name(const bson_t *key, char *out, size_t n)
     bson_iter_t it;
     bson_string_t *s = bson_string_new("");
     bson_iter_init(&it, key);
-    while (bson_iter_next(&it))
-        bson_string_append_printf(s, "%s%s_%g", s->len ? "_" : "", bson_iter_key(&it),
-                                  bson_iter_as_double(&it));
+    while (bson_iter_next(&it)) {
+        if (BSON_ITER_HOLDS_UTF8(&it))
+            bson_string_append_printf(s, "%s%s_%s", s->len ? "_" : "", bson_iter_key(&it),
+                                      bson_iter_utf8(&it, NULL));
+        else
+            bson_string_append_printf(s, "%s%s_%g", s->len ? "_" : "", bson_iter_key(&it),
+                                      bson_iter_as_double(&it));
+    }
     size_t len = s->len < n - 1 ? s->len : n - 1;
     memcpy(out, s->str, len);
     out[len] = '\0';
@@ -309,8 +320,68 @@ static void default_name(const bson_t *key, char *out, size_t n)
 typedef struct idx_req {
     bson_t key;
     char name[ENG_IDENT_MAX];
-    bool unique, sparse;
+    bool unique, sparse, has_partial;
+    int64_t expire; /* expireAfterSeconds, -1: none */
+    bson_t partial; /* partialFilterExpression (a view into the command) */
 } idx_req;
+
+/* MongoDB 3.6's partial filters: equalities, $exists: true, ranges, $type,
+ * and a top-level $and of those. */
+static int check_partial(const bson_t *f, bool top, md_error *err)
+{
+    bson_iter_t it, op, sub;
+    bson_iter_init(&it, f);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (top && strcmp(k, "$and") == 0 && BSON_ITER_HOLDS_ARRAY(&it)) {
+            bson_iter_recurse(&it, &sub);
+            while (bson_iter_next(&sub)) {
+                bson_t d;
+                const uint8_t *data;
+                uint32_t len;
+                if (!BSON_ITER_HOLDS_DOCUMENT(&sub))
+                    goto bad;
+                bson_iter_document(&sub, &len, &data);
+                if (!bson_init_static(&d, data, len) || check_partial(&d, false, err))
+                    return MD_EINVAL;
+            }
+            continue;
+        }
+        if (k[0] == '$')
+            goto bad;
+        if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &op))
+            continue;
+        while (bson_iter_next(&op)) {
+            const char *o = bson_iter_key(&op);
+            if (o[0] != '$')
+                break;
+            if (strcmp(o, "$eq") && strcmp(o, "$gt") && strcmp(o, "$gte") && strcmp(o, "$lt") &&
+                strcmp(o, "$lte") && strcmp(o, "$type") &&
+                !(strcmp(o, "$exists") == 0 && bson_iter_as_bool(&op)))
+                goto bad;
+        }
+    }
+    return 0;
+bad:
+    return q_err(err, MD_EINVAL, MD_CODE_CANNOT_CREATE_INDEX,
+                 "unsupported expression in partial index");
+}
+
+static int parse_partial(bson_iter_t *it, idx_req *r, md_error *err)
+{
+    const uint8_t *data;
+    uint32_t len;
+    q_matcher *m = NULL;
+    if (!BSON_ITER_HOLDS_DOCUMENT(it))
+        return q_err(err, MD_EINVAL, MD_CODE_CANNOT_CREATE_INDEX,
+                     "partialFilterExpression must be an object");
+    bson_iter_document(it, &len, &data);
+    bson_init_static(&r->partial, data, len);
+    r->has_partial = true;
+    int rc = q_matcher_new(&r->partial, &m, err);
+    q_matcher_destroy(m);
+    return rc ? rc : check_partial(&r->partial, true, err);
+}
 
 static int parse_spec_field(bson_iter_t *it, idx_req *r, bool *have_key, md_error *err)
 {
@@ -336,6 +407,19 @@ static int parse_spec_field(bson_iter_t *it, idx_req *r, bool *have_key, md_erro
         *(k[0] == 'u' ? &r->unique : &r->sparse) = bson_iter_as_bool(it);
         return 0;
     }
+    if (strcmp(k, "partialFilterExpression") == 0)
+        return parse_partial(it, r, err);
+    if (strcmp(k, "expireAfterSeconds") == 0) {
+        if (!BSON_ITER_HOLDS_NUMBER(it))
+            return q_err(err, MD_EINVAL, MD_CODE_CANNOT_CREATE_INDEX,
+                         "TTL index 'expireAfterSeconds' option must be numeric, but received "
+                         "a type of '%s'", q_type_name(bson_iter_type(it)));
+        r->expire = bson_iter_as_int64(it);
+        if (r->expire < 0)
+            return q_err(err, MD_EINVAL, MD_CODE_CANNOT_CREATE_INDEX,
+                         "TTL index 'expireAfterSeconds' option cannot be less than 0");
+        return 0;
+    }
     if (!strcmp(k, "v") || !strcmp(k, "ns") || !strcmp(k, "background"))
         return 0;
     return q_err(err, MD_ENOTSUP, MD_CODE_CANNOT_CREATE_INDEX,
@@ -347,6 +431,7 @@ static int parse_spec(const bson_iter_t *el, idx_req *r, md_error *err)
     bson_iter_t it;
     bool have_key = false;
     memset(r, 0, sizeof *r);
+    r->expire = -1;
     bson_init(&r->key);
     if (!BSON_ITER_HOLDS_DOCUMENT(el))
         return q_err(err, MD_EINVAL, MD_CODE_TYPE_MISMATCH,
@@ -360,6 +445,15 @@ static int parse_spec(const bson_iter_t *el, idx_req *r, md_error *err)
     if (!have_key)
         return q_err(err, MD_EINVAL, MD_CODE_FAILED_TO_PARSE,
                      "The 'key' field is a required property of an index specification");
+    if (r->has_partial && r->sparse)
+        return q_err(err, MD_EINVAL, MD_CODE_CANNOT_CREATE_INDEX,
+                     "cannot mix \"partialFilterExpression\" and \"sparse\" options");
+    bson_iter_t kt;
+    if (r->unique && bson_iter_init(&kt, &r->key) && bson_iter_next(&kt) &&
+        BSON_ITER_HOLDS_UTF8(&kt))
+        return q_err(err, MD_EINVAL, MD_CODE_CANNOT_CREATE_INDEX,
+                     "Currently hashed indexes cannot guarantee uniqueness. Use a regular "
+                     "index.");
     if (!r->name[0])
         default_name(&r->key, r->name, sizeof r->name);
     return 0;
@@ -376,7 +470,23 @@ static bson_t *spec_doc(const idx_req *r, const char *ns)
     BSON_APPEND_UTF8(s, "ns", ns);
     if (r->sparse)
         BSON_APPEND_BOOL(s, "sparse", true);
+    if (r->expire >= 0)
+        q_append_number(s, "expireAfterSeconds", r->expire);
+    if (r->has_partial)
+        BSON_APPEND_DOCUMENT(s, "partialFilterExpression", &r->partial);
     return s;
+}
+
+static bool same_partial(const q_index *ix, const idx_req *r)
+{
+    bson_iter_t it;
+    bool has = bson_iter_init_find(&it, &ix->spec, "partialFilterExpression");
+    if (!has || !r->has_partial)
+        return has == r->has_partial;
+    const uint8_t *data;
+    uint32_t len;
+    bson_iter_document(&it, &len, &data);
+    return len == r->partial.len && memcmp(data, bson_get_data(&r->partial), len) == 0;
 }
 
 /* 1: already exists (identically), 0: new, <0: conflict. */
@@ -386,7 +496,8 @@ static int index_conflict(q_coll *c, const idx_req *r, md_error *err)
     bool id_index = strcmp(r->name, "_id_") == 0;
     if (by_name && by_name == by_key) {
         if (by_name->unique == r->unique || id_index)
-            if (by_name->sparse == r->sparse)
+            if (by_name->sparse == r->sparse && by_name->expire_secs == r->expire &&
+                same_partial(by_name, r))
                 return 1;
         return q_err(err, MD_EINVAL, MD_CODE_INDEX_OPTIONS_CONFLICT,
                      "Index with name: %s already exists with different options", r->name);
@@ -449,6 +560,7 @@ static int build_indexes(md_db *db, q_coll *c, idx_req *reqs, int n, bool durabl
     }
     if (!rc && c->nidx > before)
         rc = q_catalog_put(db, t, c, err);
+    q_plan_cache_clear(c);
     if (!rc && (rc = eng_txn_commit(t, durable, err)) != 0)
         q_err_engine(err, rc, "committing");
     else if (rc)
@@ -600,6 +712,7 @@ static int drop_marked(md_db *db, q_coll *c, const bool *victims, md_error *err)
     }
     c->idx = keep;
     c->nidx = nkeep;
+    q_plan_cache_clear(c);
     int rc = drop_in_txn(db, c, all, nall, victims, err);
     if (!rc) {
         for (size_t i = 0; i < nall; i++)

@@ -54,14 +54,9 @@ static int get_count(const bson_iter_t *it, const char *label, int64_t *out, md_
     return 0;
 }
 
-typedef struct find_parse {
-    bson_t filter, projection, sort;
-    bool has_filter, has_projection, has_sort;
-} find_parse;
-
 static bool find_ignored(const char *k)
 {
-    static const char *const names[] = {"comment", "hint", "allowPartialResults",
+    static const char *const names[] = {"comment", "allowPartialResults",
                                         "maxScan", "snapshot", NULL};
     for (size_t i = 0; names[i]; i++)
         if (strcmp(k, names[i]) == 0)
@@ -80,7 +75,7 @@ static bool find_unsupported(const char *k)
     return false;
 }
 
-static int find_field(bson_iter_t *it, find_parse *p, q_find_args *a, md_error *err)
+static int find_field(bson_iter_t *it, q_find_cmd *p, q_find_args *a, md_error *err)
 {
     const char *k = bson_iter_key(it);
     if (strcmp(k, "filter") == 0)
@@ -89,6 +84,16 @@ static int find_field(bson_iter_t *it, find_parse *p, q_find_args *a, md_error *
         return (p->has_projection = true, get_doc(it, &p->projection, err));
     if (strcmp(k, "sort") == 0)
         return (p->has_sort = true, get_doc(it, &p->sort, err));
+    if (strcmp(k, "hint") == 0) {
+        if (!BSON_ITER_HOLDS_UTF8(it) && !BSON_ITER_HOLDS_DOCUMENT(it))
+            return field_type_error(it, "object", err);
+        if (p->has_hint)
+            bson_destroy(&p->hint);
+        bson_init(&p->hint);
+        bson_append_iter(&p->hint, "h", 1, it);
+        p->has_hint = true;
+        return 0;
+    }
     if (strcmp(k, "skip") == 0)
         return get_count(it, "Skip", &a->skip, err);
     if (strcmp(k, "limit") == 0)
@@ -110,25 +115,48 @@ static int find_field(bson_iter_t *it, find_parse *p, q_find_args *a, md_error *
                  "Failed to parse: find. Unrecognized field '%s'.", k);
 }
 
-int q_cmd_find(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err)
+static bool empty_doc(const bson_iter_t *it)
 {
-    const char *name;
-    char ns[ENG_IDENT_MAX];
-    find_parse p;
-    q_find_args a = {.batch_size = -1};
+    const uint8_t *data;
+    uint32_t len;
+    bson_iter_document(it, &len, &data);
+    return len <= 5;
+}
+
+int q_find_parse(md_db *db, const bson_t *cmd, q_find_cmd *p, md_error *err)
+{
     bson_iter_t it;
-    memset(&p, 0, sizeof p);
-    int rc = q_cmd_coll_name(db, cmd, false, &name, ns, err);
+    memset(p, 0, sizeof *p);
+    p->a.batch_size = -1;
+    int rc = q_cmd_coll_name(db, cmd, false, &p->name, p->ns, err);
     bson_iter_init(&it, cmd);
     bson_iter_next(&it);
     while (!rc && bson_iter_next(&it))
-        rc = find_field(&it, &p, &a, err);
-    if (rc)
-        return rc;
-    a.filter = p.has_filter ? &p.filter : NULL;
-    a.projection = p.has_projection ? &p.projection : NULL;
-    a.sort = p.has_sort ? &p.sort : NULL;
-    return q_cursor_find(db, q_coll_find(db, name), ns, &a, reply, err);
+        rc = find_field(&it, p, &p->a, err);
+    p->a.filter = p->has_filter ? &p->filter : NULL;
+    p->a.projection = p->has_projection ? &p->projection : NULL;
+    p->a.sort = p->has_sort ? &p->sort : NULL;
+    if (p->has_hint && bson_iter_init_find(&p->hint_it, &p->hint, "h") &&
+        !(BSON_ITER_HOLDS_DOCUMENT(&p->hint_it) && empty_doc(&p->hint_it)))
+        p->a.hint = &p->hint_it; /* an empty hint is none */
+    return rc;
+}
+
+void q_find_cmd_cleanup(q_find_cmd *p)
+{
+    if (p->has_hint)
+        bson_destroy(&p->hint);
+    p->has_hint = false;
+}
+
+int q_cmd_find(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err)
+{
+    q_find_cmd p;
+    int rc = q_find_parse(db, cmd, &p, err);
+    if (!rc)
+        rc = q_cursor_find(db, q_coll_find(db, p.name), p.ns, &p.a, reply, err);
+    q_find_cmd_cleanup(&p);
+    return rc;
 }
 
 /* ---- getMore ------------------------------------------------------------------------- */
@@ -213,6 +241,8 @@ int q_cmd_kill_cursors(md_db *db, const bson_t *cmd, bson_t *reply, md_error *er
 typedef struct count_args {
     bson_t query;
     int64_t skip, limit;
+    bson_iter_t hint;
+    bool has_hint;
 } count_args;
 
 static int count_parse(const bson_t *cmd, count_args *a, md_error *err)
@@ -239,6 +269,11 @@ static int count_parse(const bson_t *cmd, count_args *a, md_error *err)
         } else if (strcmp(k, "collation") == 0) {
             rc = q_err(err, MD_ENOTSUP, MD_CODE_COMMAND_NOT_SUPPORTED,
                        "count option 'collation' is not supported yet");
+        } else if (strcmp(k, "hint") == 0 && (BSON_ITER_HOLDS_UTF8(&it) ||
+                                               (BSON_ITER_HOLDS_DOCUMENT(&it) &&
+                                                !empty_doc(&it)))) {
+            a->hint = it;
+            a->has_hint = true;
         } else if (strcmp(k, "hint") && strcmp(k, "fields") && strcmp(k, "comment") &&
                    !q_is_generic_arg(k)) {
             rc = q_err(err, MD_EINVAL, MD_CODE_FAILED_TO_PARSE,
@@ -265,9 +300,10 @@ static int count_matches(md_db *db, q_coll *c, const count_args *a, int64_t *n,
         *n = st.count;
         return 0;
     }
+    q_scan_opts o = {.hint = a->has_hint ? &a->hint : NULL};
     int rc = q_matcher_new(&a->query, &m, err);
     if (!rc)
-        rc = q_scan_open(&s, db, c, &a->query, m, err);
+        rc = q_scan_open_opts(&s, db, c, &a->query, m, &o, err);
     if (rc) {
         q_matcher_destroy(m);
         return rc;

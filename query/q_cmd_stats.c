@@ -193,7 +193,7 @@ static void check_record(vstate *s, eng_rid rid, const uint8_t *data, uint32_t l
     for (size_t i = 0; i < s->c->nidx; i++) {
         q_keyset ks;
         q_keyset_init(&ks);
-        if (q_index_keys(&s->c->idx[i]->key, &doc, s->c->idx[i]->sparse, &ks, NULL) == 0) {
+        if (q_index_doc_keys(s->c->idx[i], &doc, &ks, NULL) == 0) {
             s->expected[i] += (int64_t)ks.n;
             if (scs[i])
                 check_doc_keys(s, s->c->idx[i], scs[i], &ks, rid);

@@ -1,11 +1,8 @@
 /*
- * q_cursor.c -- reading: plans, scans, sort and the server-side cursors
- * behind find / getMore / killCursors (projection is q_proj.c).
- *
- * Plans (q_scan_open): IDHACK (an `_id` equality on a plain value: one seek
- * in _id_, also used by update and delete), then a top-level equality on a
- * field with a single-field index, else a collection scan.  An index plan
- * only narrows the candidates; the matcher always decides.
+ * q_cursor.c -- reading: sort and the server-side cursors behind find /
+ * getMore / killCursors (plans are q_plan.c, scans q_scan.c, projection
+ * q_proj.c).  A find whose plan delivers the requested order (an index
+ * scan, see q_plan.c) streams; otherwise the matches are sorted in memory.
  *
  * A cursor that outlives its first batch keeps its scan saved between
  * batches (eng.h) under a random 63-bit id.  Each batch looks one document
@@ -25,229 +22,6 @@
 
 #include "q_int.h"
 #include "q_path.h"
-
-/* ---- plans and scans ------------------------------------------------------------ */
-
-/* A value an index equality seek can answer exactly (arrays, regexes, null
- * and operator documents match more than their own key). */
-static bool plain_value(const bson_iter_t *v)
-{
-    bson_iter_t sub;
-    switch (bson_iter_type(v)) {
-    case BSON_TYPE_ARRAY:
-    case BSON_TYPE_REGEX:
-    case BSON_TYPE_NULL:
-    case BSON_TYPE_UNDEFINED:
-    case BSON_TYPE_MINKEY:
-    case BSON_TYPE_MAXKEY:
-        return false;
-    case BSON_TYPE_DOCUMENT:
-        bson_iter_recurse(v, &sub);
-        return !bson_iter_next(&sub) || bson_iter_key(&sub)[0] != '$';
-    default:
-        return true;
-    }
-}
-
-static bool single_field_on(const q_index *ix, const char *field)
-{
-    bson_iter_t it;
-    if (!bson_iter_init(&it, &ix->key) || !bson_iter_next(&it))
-        return false;
-    bool match = strcmp(bson_iter_key(&it), field) == 0 && BSON_ITER_HOLDS_NUMBER(&it);
-    return match && !bson_iter_next(&it);
-}
-
-static q_index *plan_index(q_coll *c, const bson_t *filter, bson_iter_t *val)
-{
-    bson_iter_t it;
-    q_index *id = q_index_find(c, "_id_");
-    if (!filter)
-        return NULL;
-    if (id && bson_iter_init_find(&it, filter, "_id") && plain_value(&it)) {
-        *val = it;
-        return id;
-    }
-    bson_iter_init(&it, filter);
-    while (bson_iter_next(&it)) {
-        const char *k = bson_iter_key(&it);
-        if (k[0] == '$' || strchr(k, '.') || !plain_value(&it))
-            continue;
-        for (size_t i = 0; i < c->nidx; i++)
-            if (!c->idx[i]->sparse && single_field_on(c->idx[i], k)) {
-                *val = it;
-                return c->idx[i];
-            }
-    }
-    return NULL;
-}
-
-/* The index key of {field: value}, as a document would get it. */
-static bool plan_key(q_index *ix, const bson_iter_t *val, q_buf *key)
-{
-    bson_t probe = BSON_INITIALIZER;
-    q_keyset ks;
-    q_keyset_init(&ks);
-    bson_append_iter(&probe, bson_iter_key(val), -1, val);
-    bool ok = q_index_keys(&ix->key, &probe, false, &ks, NULL) == 0 && ks.n == 1;
-    if (ok)
-        q_buf_append(key, ks.keys[0].data, ks.keys[0].len);
-    q_keyset_cleanup(&ks);
-    bson_destroy(&probe);
-    return ok;
-}
-
-int q_scan_open(q_scan *s, md_db *db, q_coll *c, const bson_t *filter, const q_matcher *m,
-                md_error *err)
-{
-    bson_iter_t val;
-    memset(s, 0, sizeof *s);
-    s->db = db;
-    s->c = c;
-    s->m = m;
-    s->kind = Q_SCAN_COLL;
-    q_buf_init(&s->key);
-    q_index *ix = plan_index(c, filter, &val);
-    if (ix && plan_key(ix, &val, &s->key)) {
-        int rc = eng_ss_cursor_open(ix->ss, &s->sc);
-        if (rc)
-            return q_err_engine(err, rc, "opening an index cursor");
-        s->kind = Q_SCAN_INDEX;
-        s->ix = ix;
-        return 0;
-    }
-    int rc = eng_rs_cursor_open(c->rs, true, &s->rc);
-    return rc ? q_err_engine(err, rc, "opening a collection cursor") : 0;
-}
-
-const char *q_scan_plan_name(const q_scan *s)
-{
-    if (s->kind == Q_SCAN_COLL)
-        return "COLLSCAN";
-    return strcmp(s->ix->name, "_id_") == 0 ? "IDHACK" : "IXSCAN";
-}
-
-static bool on_key(q_scan *s, eng_rid *rid)
-{
-    const uint8_t *k;
-    uint32_t kl;
-    return eng_ss_cursor_get(s->sc, &k, &kl, rid) == 0 && kl == s->key.len &&
-           memcmp(k, s->key.data, kl) == 0;
-}
-
-/* Position on the next entry with the scan's key; false at the end.  After
- * a restore the cursor rests on the entry returned last (step over it) or,
- * if that one was removed meanwhile, already on its successor. */
-static bool index_step(q_scan *s, eng_rid *rid)
-{
-    int rc = 0;
-    if (!s->started) {
-        s->started = true;
-        rc = eng_ss_cursor_seek(s->sc, s->key.data, (uint32_t)s->key.len, ENG_RID_NONE);
-    } else if (s->restored) {
-        s->restored = false;
-        if (on_key(s, rid) && *rid == s->last)
-            rc = eng_ss_cursor_next(s->sc);
-    } else {
-        rc = eng_ss_cursor_next(s->sc);
-    }
-    if (rc || !on_key(s, rid))
-        return false;
-    s->last = *rid;
-    return true;
-}
-
-static int scan_next_index(q_scan *s, eng_rid *rid, bson_t *doc)
-{
-    const uint8_t *data;
-    uint32_t len;
-    while (!s->eof) {
-        if (!index_step(s, rid)) {
-            s->eof = true;
-            break;
-        }
-        s->db->m.scanned++;
-        if (eng_rs_get(s->c->rs, *rid, &data, &len) != 0 || !bson_init_static(doc, data, len))
-            continue; /* a stale entry: validate reports it */
-        s->db->m.scanned_objects++;
-        if (!s->m || q_matcher_matches(s->m, doc))
-            return 0;
-    }
-    return MD_NOTFOUND;
-}
-
-static int scan_next_coll(q_scan *s, eng_rid *rid, bson_t *doc)
-{
-    const uint8_t *data;
-    uint32_t len;
-    while (!s->eof) {
-        if (eng_rs_cursor_next(s->rc, rid, &data, &len) != 0) {
-            s->eof = true;
-            break;
-        }
-        s->db->m.scanned_objects++;
-        if (!bson_init_static(doc, data, len))
-            continue;
-        if (!s->m || q_matcher_matches(s->m, doc))
-            return 0;
-    }
-    return MD_NOTFOUND;
-}
-
-int q_scan_next(q_scan *s, eng_rid *rid, bson_t *doc)
-{
-    if (s->kind == Q_SCAN_INDEX)
-        return scan_next_index(s, rid, doc);
-    return scan_next_coll(s, rid, doc);
-}
-
-void q_scan_save(q_scan *s)
-{
-    if (s->kind == Q_SCAN_INDEX)
-        eng_ss_cursor_save(s->sc);
-    else
-        eng_rs_cursor_save(s->rc);
-}
-
-int q_scan_restore(q_scan *s)
-{
-    if (s->kind == Q_SCAN_COLL)
-        return eng_rs_cursor_restore(s->rc);
-    s->restored = true;
-    return eng_ss_cursor_restore(s->sc);
-}
-
-void q_scan_close(q_scan *s)
-{
-    eng_rs_cursor_close(s->rc);
-    eng_ss_cursor_close(s->sc);
-    s->rc = NULL;
-    s->sc = NULL;
-    q_buf_cleanup(&s->key);
-}
-
-int q_scan_collect(md_db *db, q_coll *c, const bson_t *filter, const q_matcher *m,
-                   int64_t limit, eng_rid **rids, size_t *n, md_error *err)
-{
-    q_scan s;
-    eng_rid rid;
-    bson_t doc;
-    size_t cap = 0;
-    *rids = NULL;
-    *n = 0;
-    int rc = q_scan_open(&s, db, c, filter, m, err);
-    while (!rc && (limit == 0 || (int64_t)*n < limit) && q_scan_next(&s, &rid, &doc) == 0) {
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 16;
-            eng_rid *v = realloc(*rids, cap * sizeof *v);
-            assert(v);
-            *rids = v;
-        }
-        (*rids)[(*n)++] = rid;
-    }
-    q_scan_close(&s);
-    return rc;
-}
 
 /* ---- sort ---------------------------------------------------------------------- */
 
@@ -565,10 +339,12 @@ static int cursor_start(q_cursor *cur, const q_find_args *a, md_error *err)
     cur->proj.m = cur->m;
     if (rc || !cur->c)
         return rc;
-    if ((rc = q_scan_open(&cur->scan, cur->db, cur->c, &cur->filter, cur->m, err)) != 0)
-        return rc;
+    q_scan_opts so = {.sort = a->sort, .hint = a->hint, .proj = a->projection};
+    rc = q_scan_open_opts(&cur->scan, cur->db, cur->c, &cur->filter, cur->m, &so, err);
     cur->has_scan = true;
-    if (a->sort && !bson_empty(a->sort) && (rc = materialize_sorted(cur, a->sort, err)))
+    if (rc)
+        return rc;
+    if (!cur->scan.plan.sort_provided && (rc = materialize_sorted(cur, a->sort, err)))
         return rc;
     for (int64_t i = 0; i < a->skip && cursor_next(cur, &doc, &rid) == 0; i++)
         ;

@@ -1,7 +1,7 @@
 /*
  * q_int.h -- private to query/: the in-memory catalog behind an md_db, the
- * one-document write path, scans (IDHACK / index equality / collection
- * scan), server-side cursors and the helpers shared by the command files.
+ * one-document write path, plans and scans (q_plan.c, q_scan.c), the TTL
+ * monitor, server-side cursors and the helpers shared by the command files.
  *
  *   md_db ---> q_coll "c" ---> eng_rs (records)
  *        |           |-------> q_index "_id_" ---> eng_ss (keys)
@@ -51,6 +51,9 @@ typedef struct q_index {
     bson_t key;  /* key pattern, owned */
     bson_t spec; /* {v, key, name, ns, unique?, sparse?}, owned */
     bool unique, sparse, multikey;
+    int64_t expire_secs; /* TTL: expireAfterSeconds; -1 when not a TTL index */
+    bool hashed;         /* {f: "hashed"}: one key, the hash of f's value */
+    q_matcher *partial;  /* partialFilterExpression, owned; NULL: none */
     eng_ss *ss;
 } q_index;
 
@@ -63,6 +66,7 @@ typedef struct q_coll {
     q_index **idx;  /* idx[0] is always _id_ */
     size_t nidx;
     pthread_rwlock_t lock;
+    struct q_plan_cache_ent *plan_cache; /* q_plan.c: choices per query shape */
     struct q_coll *next;
 } q_coll;
 
@@ -85,6 +89,8 @@ struct md_db {
     int64_t cursor_timeout_ms; /* idle cursors die after this; 0: the default */
     q_metrics m;
     int64_t start_ms;
+    int64_t ttl_sleep_ms; /* the TTL monitor's period (ttlMonitorSleepSecs) */
+    int64_t ttl_last_ms;  /* its last pass */
 };
 
 int q_catalog_load(md_db *db, md_error *err);
@@ -106,6 +112,14 @@ int q_coll_drop(md_db *db, q_coll *c, md_error *err);
 int q_catalog_put(md_db *db, eng_txn *t, q_coll *c, md_error *err);
 q_index *q_index_find(q_coll *c, const char *name);
 q_index *q_index_find_key(q_coll *c, const bson_t *key);
+/*
+ * The keys of doc in ix: none if ix is partial and doc does not match its
+ * filter; the hashed key for a hashed index (an array value is error
+ * 16766); else q_index_keys().  Every write and validate goes through here.
+ */
+int q_index_doc_keys(const q_index *ix, const bson_t *doc, q_keyset *out, md_error *err);
+/* A hashed index's key of an encoded value (q_key_append_value form). */
+void q_index_hash_key(const uint8_t *enc, size_t len, q_buf *out);
 /* Build a q_index from a validated spec (not yet opened). */
 q_index *q_index_new(const bson_t *spec, const char *ident);
 void q_index_free(q_index *ix);
@@ -145,7 +159,58 @@ int q_index_add_doc(md_db *db, eng_txn *t, q_coll *c, q_index *ix, const bson_t 
 /* Fill ix's sorted store with the keys of every record (inside t). */
 int q_index_build(md_db *db, eng_txn *t, q_coll *c, q_index *ix, md_error *err);
 
-/* ---- scans (q_cursor.c) --------------------------------------------------- */
+/* ---- plans (q_plan.c) ------------------------------------------------------ */
+/* An interval of encoded keys with prefix semantics (see q_plan.c). */
+typedef struct q_ival {
+    q_buf lo, hi;
+    q_buf los, his; /* explain's rendering of each end: "[1", "inf.0]" */
+    bool lo_incl, hi_incl, point;
+} q_ival;
+
+typedef struct q_plan {
+    q_index *ix;     /* NULL: collection scan */
+    int dir;         /* 1 forward, -1 backward */
+    q_ival *iv;      /* ascending, owned */
+    size_t niv;
+    uint32_t eqmask; /* key fields fixed to one point */
+    size_t nused;    /* leading key fields the bounds constrain */
+    bson_t *bounds;  /* explain's indexBounds ({a: ["[1, 1]"]}), owned */
+    bool sort_provided, idhack, hinted;
+    bool covered;    /* the projection comes from the keys: no FETCH */
+} q_plan;
+void q_plan_cleanup(q_plan *p);
+void q_plan_copy(const q_plan *src, q_plan *dst);
+/* Every plan that fits the query (the hinted one only; IDHACK alone; else
+ * each usable index, or a collection scan).  Caller frees with q_plans_free.
+ * A hint naming no index is BadValue "bad hint". */
+int q_plan_enumerate(q_coll *c, const bson_t *filter, const bson_t *sort,
+                     const bson_iter_t *hint, q_plan **out, size_t *n, md_error *err);
+void q_plans_free(q_plan *v, size_t n);
+/* Can index plan p answer the query from its keys alone: a non-multikey
+ * index, bounds that decide the filter exactly, and an inclusion
+ * projection of top-level key fields that excludes _id (unless keyed)? */
+bool q_plan_covers(const q_plan *p, const bson_t *filter, const bson_t *proj);
+/*
+ * The plan cache: the index a trial chose for a query shape (the filter's
+ * fields, operators and value types, the sort and the projection), until
+ * c's indexes change.  get: the index name ("" for a collection scan) or
+ * NULL; put copies shape.
+ */
+void q_plan_shape(const bson_t *filter, const bson_t *sort, const bson_t *proj, q_buf *out);
+const char *q_plan_cache_get(q_coll *c, const q_buf *shape);
+void q_plan_cache_put(q_coll *c, const q_buf *shape, const bson_t *filter, const bson_t *sort,
+                      const bson_t *proj, const char *index);
+void q_plan_cache_clear(q_coll *c);
+/* planCacheListQueryShapes / planCacheClear (q_plan.c). */
+int q_cmd_plan_cache_list(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
+int q_cmd_plan_cache_clear(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
+
+/* ---- scans (q_scan.c) ------------------------------------------------------ */
+typedef struct q_ridset {
+    eng_rid *v;
+    size_t n, cap;
+} q_ridset;
+
 enum q_scan_kind { Q_SCAN_COLL, Q_SCAN_INDEX };
 typedef struct q_scan {
     md_db *db;
@@ -155,14 +220,32 @@ typedef struct q_scan {
     eng_rs_cursor *rc;
     eng_ss_cursor *sc;
     q_index *ix;
-    q_buf key;     /* the equality key of an index scan */
-    eng_rid last;  /* the rid an index scan returned last */
+    q_plan plan;        /* owned */
+    q_plan *rejected;   /* the plans the trial lost, for explain (owned) */
+    size_t nrejected;
+    size_t iv;          /* the interval being scanned */
+    q_buf last_key;     /* the entry an index scan returned last */
+    eng_rid last;
     bool started, restored, eof;
+    q_ridset seen;      /* rids an index scan returned (dedup) */
+    bson_t kdoc;        /* a covered scan's document, decoded from the key */
+    int64_t keys, docs, advanced; /* keys / documents examined, returned */
 } q_scan;
-/* Choose a plan for filter (IDHACK, single-field index equality or a
- * collection scan) and position before the first match. */
+
+typedef struct q_scan_opts {
+    const bson_t *sort;      /* the sort the plan should provide, or NULL */
+    const bson_iter_t *hint; /* a find's hint value, or NULL */
+    const bson_t *proj;      /* the projection (a covered plan needs it) */
+    bool explain;            /* keep the rejected plans */
+} q_scan_opts;
+/* Choose a plan for filter and position before the first match. */
 int q_scan_open(q_scan *s, md_db *db, q_coll *c, const bson_t *filter, const q_matcher *m,
                 md_error *err);
+int q_scan_open_opts(q_scan *s, md_db *db, q_coll *c, const bson_t *filter,
+                     const q_matcher *m, const q_scan_opts *o, md_error *err);
+/* Open a scan on plan p (stolen: *p is left empty). */
+int q_scan_open_plan(q_scan *s, md_db *db, q_coll *c, const q_matcher *m, q_plan *p,
+                     md_error *err);
 /* Next matching record: 0, or MD_NOTFOUND at the end.  *doc is a borrowed
  * static view, valid until the next call or the next write. */
 int q_scan_next(q_scan *s, eng_rid *rid, bson_t *doc);
@@ -197,10 +280,25 @@ void q_sort_docs(bson_t **docs, size_t n, const bson_t *spec);
 /* ---- cursors (q_cursor.c) ------------------------------------------------- */
 typedef struct q_find_args {
     const bson_t *filter, *projection, *sort;
+    const bson_iter_t *hint; /* NULL: the planner chooses */
     int64_t skip, limit, batch_size; /* batch_size -1: default */
     bool single_batch;
     bool no_timeout; /* noCursorTimeout: never reaped for idleness */
 } q_find_args;
+/* A parsed find command (views into the command, which must outlive it). */
+typedef struct q_find_cmd {
+    const char *name;
+    char ns[ENG_IDENT_MAX];
+    q_find_args a;
+    bson_t filter, projection, sort;
+    bson_t hint; /* {h: <the hint>}, owned */
+    bson_iter_t hint_it;
+    bool has_filter, has_projection, has_sort, has_hint;
+} q_find_cmd;
+/* Parse a find command (q_cmd_find.c); q_find_cmd_cleanup() afterwards,
+ * also after an error. */
+int q_find_parse(md_db *db, const bson_t *cmd, q_find_cmd *p, md_error *err);
+void q_find_cmd_cleanup(q_find_cmd *p);
 /* Run a find, appending "cursor: {firstBatch, id, ns}" to reply. */
 int q_cursor_find(md_db *db, q_coll *c, const char *ns, const q_find_args *a, bson_t *reply,
                   md_error *err);
@@ -218,6 +316,14 @@ int64_t q_cursor_count(md_db *db);
 void q_cursor_kill_index(md_db *db, q_index *ix);
 /* Append a "cursor" subdocument of already materialized documents (id 0). */
 void q_cursor_reply_array(bson_t *reply, const char *ns, bson_t **docs, size_t n);
+
+/* ---- TTL (q_ttl.c) ---------------------------------------------------------- */
+#define Q_TTL_SLEEP_SECS 60 /* ttlMonitorSleepSecs default */
+/* Delete every expired document of every TTL index now; *deleted counts. */
+int q_ttl_pass(md_db *db, int64_t now_ms, int64_t *deleted, md_error *err);
+/* Run a pass if the last one is older than the monitor's period. */
+void q_ttl_maybe(md_db *db, int64_t now_ms);
+int q_cmd_ttl_monitor(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
 
 /* ---- command helpers (q_cmd.c) ------------------------------------------- */
 typedef int (*q_cmd_fn)(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
@@ -262,6 +368,7 @@ int q_cmd_find_and_modify(md_db *db, const bson_t *cmd, bson_t *reply, md_error 
 int q_cmd_find(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
 int q_cmd_get_more(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
 int q_cmd_kill_cursors(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
+int q_cmd_explain(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
 int q_cmd_count(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
 int q_cmd_distinct(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
 int q_cmd_create(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);

@@ -638,3 +638,124 @@ void q_key_describe(const bson_t *pattern, const bson_t *doc, char *out, size_t 
     bson_strncpy(out, q_buf_cstr(&b), outlen);
     q_buf_cleanup(&b);
 }
+
+/* ---- decoding (covered queries) ---------------------------------------------- */
+
+typedef struct kread {
+    const uint8_t *p;
+    uint32_t n, i;
+    uint8_t x; /* 0xFF for a descending field */
+} kread;
+
+static bool kr_get(kread *r, uint8_t *c)
+{
+    if (r->i >= r->n)
+        return false;
+    *c = r->p[r->i++] ^ r->x;
+    return true;
+}
+
+static bool kr_be(kread *r, int bytes, uint64_t *v)
+{
+    uint8_t c;
+    *v = 0;
+    for (int i = 0; i < bytes; i++) {
+        if (!kr_get(r, &c))
+            return false;
+        *v = *v << 8 | c;
+    }
+    return true;
+}
+
+/* A number back as int32 / int64 when integral and in range, else double:
+ * the encoding does not keep the original numeric type. */
+static bool dec_number(kread *r, bson_t *out, const char *name)
+{
+    uint8_t cls;
+    uint64_t ex, mant;
+    double d;
+    if (!kr_get(r, &cls))
+        return false;
+    if (cls == 0x03 || cls == 0x05) {
+        if (!kr_be(r, 2, &ex) || !kr_be(r, 8, &mant))
+            return false;
+        if (cls == 0x03) {
+            ex = ~ex & 0xFFFF;
+            mant = ~mant;
+        }
+        long double v = ldexpl((long double)mant, (int)ex - 32768 - 64);
+        d = (double)(cls == 0x03 ? -v : v);
+    } else if (cls == 0x04) {
+        d = 0;
+    } else {
+        return false; /* NaN and infinities: fetch */
+    }
+    if (d == floor(d) && d >= INT32_MIN && d <= INT32_MAX)
+        return bson_append_int32(out, name, -1, (int32_t)d);
+    if (d == floor(d) && fabs(d) < 9.2e18)
+        return bson_append_int64(out, name, -1, (int64_t)d);
+    return bson_append_double(out, name, -1, d);
+}
+
+static bool dec_string(kread *r, bson_t *out, const char *name)
+{
+    q_buf s;
+    uint8_t c;
+    bool ok = false;
+    q_buf_init(&s);
+    while (kr_get(r, &c)) {
+        if (c == 0) {
+            ok = true;
+            break;
+        }
+        if (c == 1 && !kr_get(r, &c))
+            break;
+        q_buf_putc(&s, c == 1 || c == 2 ? (uint8_t)(c - 1) : c);
+    }
+    ok = ok && bson_append_utf8(out, name, -1, s.len ? (const char *)s.data : "", (int)s.len);
+    q_buf_cleanup(&s);
+    return ok;
+}
+
+static bool dec_value(kread *r, bson_t *out, const char *name)
+{
+    uint8_t t, c;
+    uint64_t v;
+    if (!kr_get(r, &t))
+        return false;
+    switch (t) {
+    case QK_NUMBER:
+        return dec_number(r, out, name);
+    case QK_STRING:
+        return dec_string(r, out, name);
+    case QK_BOOL:
+        return kr_get(r, &c) && bson_append_bool(out, name, -1, c != 0);
+    case QK_DATE:
+        return kr_be(r, 8, &v) &&
+               bson_append_date_time(out, name, -1, (int64_t)(v ^ (1ull << 63)));
+    case QK_OID: {
+        bson_oid_t oid;
+        for (int i = 0; i < 12; i++)
+            if (!kr_get(r, &oid.bytes[i]))
+                return false;
+        return bson_append_oid(out, name, -1, &oid);
+    }
+    default:
+        return false; /* null (maybe missing), documents, ...: fetch */
+    }
+}
+
+bool q_key_decode(const bson_t *pattern, const uint8_t *key, uint32_t klen, bson_t *out)
+{
+    bson_iter_t it;
+    kread r = {.p = key, .n = klen};
+    bson_init(out);
+    if (!bson_iter_init(&it, pattern))
+        return false;
+    while (bson_iter_next(&it)) {
+        r.x = BSON_ITER_HOLDS_NUMBER(&it) && bson_iter_as_double(&it) < 0 ? 0xFF : 0;
+        if (!dec_value(&r, out, bson_iter_key(&it)))
+            return false;
+    }
+    return r.i == r.n;
+}

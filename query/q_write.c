@@ -108,7 +108,7 @@ static int keys_compute(q_coll *c, const bson_t *doc, q_keyset **out, md_error *
     for (size_t i = 0; i < c->nidx; i++)
         q_keyset_init(&ks[i]);
     for (size_t i = 0; i < c->nidx; i++) {
-        int rc = q_index_keys(&c->idx[i]->key, doc, c->idx[i]->sparse, &ks[i], err);
+        int rc = q_index_doc_keys(c->idx[i], doc, &ks[i], err);
         if (rc) {
             keys_free(c, ks);
             return rc;
@@ -454,7 +454,7 @@ int q_index_add_doc(md_db *db, eng_txn *t, q_coll *c, q_index *ix, const bson_t 
 {
     q_keyset ks;
     q_keyset_init(&ks);
-    int rc = q_index_keys(&ix->key, doc, ix->sparse, &ks, err);
+    int rc = q_index_doc_keys(ix, doc, &ks, err);
     if (!rc)
         rc = keys_insert(t, c, ix, &ks, NULL, doc, rid, err);
     if (!rc && ks.multikey && !ix->multikey) {
