@@ -36,6 +36,7 @@
 
 #include <bson/bson.h>
 #include <stdbool.h>
+#include <stdlib.h>
 
 #include "eng.h"
 #include "minidoc.h"
@@ -49,6 +50,15 @@ void q_buf_init(q_buf *b);
 void q_buf_cleanup(q_buf *b);
 void q_buf_append(q_buf *b, const void *p, size_t n);
 void q_buf_putc(q_buf *b, uint8_t c);
+
+/* qsort that accepts an empty or NULL array (qsort's pointer must not be
+ * NULL, even for zero elements). */
+static inline void q_sort(void *base, size_t n, size_t size,
+                          int (*cmp)(const void *, const void *))
+{
+    if (n > 1)
+        qsort(base, n, size, cmp);
+}
 
 /* ---- values (q_value.c) ------------------------------------------------- */
 /*

@@ -93,7 +93,7 @@ static void reply_values(bson_t *reply, const dvals *d)
     size_t k = 0;
     for (size_t i = 0; i < d->n; i++)
         s[i] = (dsort){d->v[i].it, i};
-    qsort(s, d->n, sizeof *s, dsort_cmp);
+    q_sort(s, d->n, sizeof *s, dsort_cmp);
     bson_append_array_begin(reply, "values", -1, &arr);
     for (size_t i = 0; i < d->n; i++) {
         if (i && q_value_cmp(&s[i - 1].it, &s[i].it) == 0)

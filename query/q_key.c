@@ -279,7 +279,7 @@ static void keyset_sort_unique(q_keyset *ks)
 {
     if (ks->n < 2)
         return;
-    qsort(ks->keys, ks->n, sizeof *ks->keys, key_cmp);
+    q_sort(ks->keys, ks->n, sizeof *ks->keys, key_cmp);
     size_t w = 1;
     for (size_t r = 1; r < ks->n; r++) {
         if (key_cmp(&ks->keys[w - 1], &ks->keys[r]) == 0)

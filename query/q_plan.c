@@ -543,7 +543,7 @@ static void hashed_bounds(const q_index *ix, const bson_t *filter, q_plan *p, bo
         q_buf_cleanup(&k);
     }
     if (points) {
-        qsort(h.v, h.n, sizeof *h.v, ival_cmp);
+        q_sort(h.v, h.n, sizeof *h.v, ival_cmp);
         p->iv = h.v;
         p->niv = h.n;
         p->nused = 1;
@@ -592,14 +592,14 @@ static void index_bounds(const q_index *ix, const bson_t *filter, q_plan *p, boo
             points &= o.v[j].point;
         if (points && o.n == 1)
             p->eqmask |= 1u << i;
-        qsort(o.v, o.n, sizeof *o.v, ival_cmp);
+        q_sort(o.v, o.n, sizeof *o.v, ival_cmp);
         extend(&cur, &o, f[i].desc);
         p->nused = i + 1;
         oil_cleanup(&o);
         if (!points)
             break;
     }
-    qsort(cur.v, cur.n, sizeof *cur.v, ival_cmp);
+    q_sort(cur.v, cur.n, sizeof *cur.v, ival_cmp);
     p->iv = cur.v;
     p->niv = cur.n;
 }
@@ -717,7 +717,7 @@ static void render_bounds(q_plan *p, const bson_t *filter)
         oil_init(&o, true);
         if (i < p->nused)
             oil_field(&o, filter, f[i].name, p->ix->multikey);
-        qsort(o.v, o.n, sizeof *o.v, ival_cmp);
+        q_sort(o.v, o.n, sizeof *o.v, ival_cmp);
         bson_append_array_begin(p->bounds, f[i].name, -1, &arr);
         for (size_t j = 0; j < o.n; j++) {
             show_ival(&o.v[rev ? o.n - 1 - j : j], rev, &s);
