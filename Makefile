@@ -85,8 +85,9 @@ test: deps
 
 check: test
 
-# The long crash run: 500 SIGKILLed writers on mmapv1, each reopened and
-# checked (MINIDOC_CRASH_SEED and MINIDOC_CRASH_ROUNDS_NOJOURNAL also work).
+# The long crash run: 500 SIGKILLed writers on mmapv1 and on btree (journal
+# and log on), each reopened and checked (MINIDOC_CRASH_SEED and
+# MINIDOC_CRASH_ROUNDS_NOJOURNAL, for the runs without, also work).
 crash: deps
 	@$(MAKE) --no-print-directory all
 	MINIDOC_CRASH_ROUNDS=$${MINIDOC_CRASH_ROUNDS:-500} $(TEST_BIN) --filter 'crash/*'

@@ -11,10 +11,25 @@
  *   cacheSize              the same in bytes (wins over cacheSizeMB)
  *   blockCompressor        "none" | "snappy" (default) | "zstd"
  *   checkpointIntervalSecs periodic checkpoint, checked at commit (60)
+ *   checkpointIntervalMs   the same in milliseconds
+ *   log                    the write-ahead log (default true; bt_log.c)
+ *   commitIntervalMs       group commit: the log is written and fsynced
+ *                          every this many ms (100); 0: at every commit
+ *   logFileSize            bytes per DIR/log/btlog.NNNNNNNNNN file (100 MB;
+ *                          logFileSizeMB in MB), 4 KB .. 4 GB
+ *   checkpointLogSizeMB    checkpoint when the log since the last one
+ *                          exceeds this (2048; checkpointLogSize in bytes;
+ *                          0: never)
  *
- * Durability: a committed transaction is durable at the next checkpoint
- * (periodic, eng_flush, close).  There is no log yet.
- *
+ * Durability, with the log (the default): a commit with durable = true
+ * ({j: true}) returns once its log record is fsynced; any other commit is
+ * durable within commitIntervalMs.  Open replays the log after the last
+ * checkpoint.  With {log: false}, as WiredTiger without logging, a commit
+ * is durable at the next checkpoint (periodic, eng_flush, close) and
+ * durable = true waits for nothing (it is acknowledged, not an error):
+ * a crash returns the database to its last checkpoint, consistent.
+ * Log file preallocation is not implemented.
+
  * Per collection: eng_rs_options.block_compressor (query/ takes it from
  * create's storageEngine.btree.configString "block_compressor=...").
  * compact rewrites the collection and its indexes into new files at the
@@ -36,6 +51,10 @@ enum bt_crash_point {
     BT_CRASH_BEFORE_TURTLE, /* data and metadata written, turtle not switched */
 };
 void bt_test_set_crash(eng_engine *e, int point);
+
+/* Crash now, as a kill would: the log buffer not yet written is lost,
+ * nothing more is written, and close skips its checkpoint. */
+void bt_test_crash_now(eng_engine *e);
 
 /* Verify every open tree of the engine (key order, blocks reachable exactly
  * once, checksums, extents).  Returns the number of problems; messages go to

@@ -17,15 +17,21 @@
  *   0      8    magic "MDTURTL1"
  *   8      4    length of the BSON document
  *   12     4    crc32c of the BSON document
- *   16     ...  BSON {root: bin(16), fileSize, avail: bin, nextFileId, checkpoint}
+ *   16     ...  BSON {root: bin(16), fileSize, avail: bin, nextFileId, checkpoint,
+ *                      logLsn}
+ *
+ * logLsn (absent: none yet) is the log position the checkpoint covers:
+ * every commit before it is in the checkpoint, recovery replays from it,
+ * and the log files before its file are removed once the turtle is
+ * written (bt_log.c).
  *
  * A checkpoint:
  *
- *   reconcile dirty data trees ──> fsync ──> metadata entries ──┐
+ *   sync the log, take its LSN ──> reconcile dirty data trees ──> fsync ──> metadata entries ──┐
  *   ┌───────────────────────────────────────────────────────────┘
  *   └─> reconcile metadata tree ──> fsync ──> turtle.tmp, fsync,
  *       rename over the turtle, fsync dir ──> discard -> avail,
- *       unlink the files of committed drops
+ *       unlink the files of committed drops, remove log files before the LSN
  *
  * Until the rename the previous turtle names the previous metadata, whose
  * blocks and the data blocks it reaches were not overwritten (invariant 1
@@ -280,7 +286,7 @@ static int sync_dir(bt_engine *e, md_error *err)
     return 0;
 }
 
-static int turtle_write(bt_engine *e, md_error *err)
+static int turtle_write(bt_engine *e, uint64_t lsn, md_error *err)
 {
     char path[8192], tmp[8300];
     bson_t doc = BSON_INITIALIZER;
@@ -291,6 +297,8 @@ static int turtle_write(bt_engine *e, md_error *err)
     }
     BSON_APPEND_INT64(&doc, "nextFileId", (int64_t)e->next_file_id);
     BSON_APPEND_INT64(&doc, "checkpoint", e->checkpoints + 1);
+    if (lsn)
+        BSON_APPEND_INT64(&doc, "logLsn", (int64_t)lsn);
     uint8_t hdr[16];
     uint32_t len = doc.len, ck = bt_crc32c(0, bson_get_data(&doc), doc.len);
     memcpy(hdr, TURTLE_MAGIC, 8);
@@ -404,6 +412,7 @@ int bt_ckpt_open(bt_engine *e, md_error *err)
     }
     snprintf(e->meta->fname, sizeof e->meta->fname, "minidoc.meta.bt");
     e->next_file_id = (uint64_t)get_i64(turtle, "nextFileId");
+    e->ckpt_lsn = (uint64_t)get_i64(turtle, "logLsn");
     rc = ckpt_load_block(e, e->meta, turtle, err);
     bson_destroy(turtle);
     if (rc == 0 && (rc = load_trees(e, err)) == 0)
@@ -483,6 +492,7 @@ static int crash_at(bt_engine *e, int point)
 int bt_checkpoint(bt_engine *e, md_error *err)
 {
     int rc;
+    uint64_t lsn;
     if (e->crashed)
         return md_error_set(err, MD_EIO, MD_CODE_FILE_STREAM_FAILED, "btree: engine crashed");
     if (e->txn) {
@@ -490,6 +500,8 @@ int bt_checkpoint(bt_engine *e, md_error *err)
         return 0;
     }
     e->ckpt_pending = false;
+    if ((rc = bt_log_ckpt_begin(e, &lsn, err)) != 0)
+        return rc;
     bt_compact_pending(e);
     if ((rc = ckpt_data(e, err)) != 0)
         return rc;
@@ -500,8 +512,10 @@ int bt_checkpoint(bt_engine *e, md_error *err)
         return rc;
     if (crash_at(e, BT_CRASH_BEFORE_TURTLE))
         return md_error_set(err, MD_EIO, MD_CODE_FILE_STREAM_FAILED, "btree: test crash");
-    if ((rc = turtle_write(e, err)) != 0)
+    if ((rc = turtle_write(e, lsn, err)) != 0)
         return rc;
     ckpt_finish(e);
+    e->ckpt_lsn = lsn;
+    bt_log_ckpt_done(e, lsn);
     return 0;
 }

@@ -5,10 +5,12 @@
  *
  * Every write goes through logged_put / logged_del, which first copy what
  * they replace into the active transaction's undo log; abort replays the
- * log backwards through the same tree operations.  Durability comes from
- * checkpoints (bt_ckpt.c): a commit is durable at the next checkpoint,
- * taken every checkpointIntervalSecs (checked at commit), by eng_flush and
- * at close.
+ * log backwards through the same tree operations; with the write-ahead
+ * log on, they also append a logical operation to the transaction's log
+ * buffer, which commit hands to bt_log.c as one record.  Checkpoints
+ * (bt_ckpt.c) are taken every checkpointIntervalSecs and every
+ * checkpointLogSizeMB of log (both checked at commit), by eng_flush and at
+ * close; without the log, a commit is durable only at the next one.
  *
  * The cache is checked at the start of every write, at commit and at the
  * start of every read: above its size, pages are evicted down to 80% of it
@@ -37,7 +39,7 @@ bt_tree *bt_find_tree(bt_engine *e, const char *ident)
     return NULL;
 }
 
-static int add_tree(bt_engine *e, bt_tree *t)
+int bt_add_tree(bt_engine *e, bt_tree *t)
 {
     if (e->ntrees == e->captrees) {
         size_t ncap = e->captrees ? e->captrees * 2 : 16;
@@ -144,9 +146,9 @@ static bt_undo *undo_push(bt_engine *e)
 }
 
 /* Put or delete (val == NULL && !has_val && del) keeping count and size. */
-static int tree_apply(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid,
-                      const uint8_t *val, uint32_t vlen, bool has_val, bool del,
-                      const bt_ent *old, md_error *err)
+int bt_tree_apply(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid,
+                  const uint8_t *val, uint32_t vlen, bool has_val, bool del, const bt_ent *old,
+                  md_error *err)
 {
     int64_t oldsz = old ? (int64_t)(t->kind == BT_RS ? old->vlen : old->klen + 8) : 0;
     int rc = del ? bt_del(t, key, klen, rid, err)
@@ -192,11 +194,14 @@ int bt_logged(bt_engine *e, bt_tree *t, const uint8_t *key, uint32_t klen, eng_r
     u->oval = old && old->has_val;
     if (klen)
         memcpy(u->key, key, klen);
-    rc = tree_apply(t, key, klen, rid, val, vlen, has_val, del, old, err);
+    rc = bt_tree_apply(t, key, klen, rid, val, vlen, has_val, del, old, err);
     if (rc) {
         free(u->key);
         free(u->old);
         e->txn->n--;
+    } else if (e->log.on) {
+        bt_log_op(&e->txn->lg, del ? BT_LOG_DEL : BT_LOG_PUT, t == e->meta ? "" : t->ident, key,
+                  klen, rid, val, vlen, has_val);
     }
     return rc;
 }
@@ -212,7 +217,7 @@ static void undo_one(bt_engine *e, bt_undo *u)
         if (bt_get(t, u->key, u->klen, u->rid, &cur, NULL) != 0)
             cur = NULL;
         if (u->had_old || cur)
-            tree_apply(t, u->key, u->klen, u->rid, u->old, u->olen, u->oval, !u->had_old, cur,
+            bt_tree_apply(t, u->key, u->klen, u->rid, u->old, u->olen, u->oval, !u->had_old, cur,
                        NULL);
         t->n_inserts -= u->d_ins;
         t->n_updates -= u->d_upd;
@@ -242,6 +247,7 @@ static void txn_end(bt_engine *e, bool abort)
         free(u->old);
     }
     free(t->u);
+    bt_buf_free(&t->lg);
     free(t);
     e->txn = NULL;
     e->gen++;
@@ -291,16 +297,24 @@ static bool any_modified(bt_engine *e)
     return e->meta->modified || e->nunlink;
 }
 
-/* Durable at the next checkpoint (see the file comment); commit takes the
- * periodic or a deferred one. */
+/* The transaction's log record is appended first (bt_log.c): if that
+ * fails, the transaction is aborted; if only writing or syncing it fails,
+ * the commit stands in memory and the error is returned.  With the log,
+ * `durable` waits for the record's fsync; without it, a commit is durable
+ * at the next checkpoint whatever `durable` says.  Commit then takes the
+ * periodic or a deferred checkpoint, or one for checkpointLogSizeMB of log. */
 static int bt_txn_commit(eng_txn *th, bool durable, md_error *err)
 {
     bt_engine *e = (bt_engine *)th->engine;
     md_error cerr;
-    txn_end(e, false);
+    bool want = false, appended = false;
+    int rc = e->crashed ? 0 : bt_log_commit(e, &e->txn->lg, durable, &appended, &want, err);
+    txn_end(e, rc != 0 && !appended);
+    if (rc)
+        return rc;
     if (e->crashed)
         return 0;
-    if (e->ckpt_pending ||
+    if (e->ckpt_pending || want ||
         (e->ckpt_interval > 0 && bt_now() - e->last_ckpt >= e->ckpt_interval && any_modified(e))) {
         if (bt_checkpoint(e, &cerr) != 0) {
             e->last_err = cerr;
@@ -351,6 +365,10 @@ static int parse_opts(bt_engine *e, const bson_t *opts, md_error *err)
     e->cache_max = (size_t)100 << 20;
     e->ckpt_interval = 60;
     e->default_comp = bt_compressor_find("snappy");
+    e->log.on = true;
+    e->log.interval_ms = 100;
+    e->log.file_max = (uint64_t)100 << 20;
+    e->log.ckpt_bytes = (int64_t)2048 << 20;
     if (!opts || !bson_iter_init_find(&it, opts, "btree") || !BSON_ITER_HOLDS_DOCUMENT(&it) ||
         !bson_iter_recurse(&it, &sub))
         return 0;
@@ -362,7 +380,11 @@ static int parse_opts(bt_engine *e, const bson_t *opts, md_error *err)
         else if (strcmp(k, "cacheSize") == 0)
             bytes = bson_iter_as_int64(&sub);
         else if (strcmp(k, "checkpointIntervalSecs") == 0)
-            e->ckpt_interval = (int)bson_iter_as_int64(&sub);
+            e->ckpt_interval = (double)bson_iter_as_int64(&sub);
+        else if (strcmp(k, "checkpointIntervalMs") == 0)
+            e->ckpt_interval = (double)bson_iter_as_int64(&sub) / 1000;
+        else if (bt_log_parse_opts(&e->log, k, &sub, err) != 0)
+            return MD_EINVAL;
         else if (strcmp(k, "blockCompressor") == 0) {
             const char *name = BSON_ITER_HOLDS_UTF8(&sub) ? bson_iter_utf8(&sub, NULL) : "";
             if (!(e->default_comp = bt_compressor_find(name)))
@@ -386,6 +408,7 @@ static void engine_free(bt_engine *e)
         free(e->unlink_after[i]);
     free(e->unlink_after);
     free(e->trees);
+    bt_log_close(e);
     if (e->lock_fd >= 0) {
         if (ftruncate(e->lock_fd, 0) != 0) {
             /* the lock goes away with the descriptor */
@@ -404,6 +427,9 @@ static int bt_open(const char *dir, const char *db_name, const bson_t *opts, eng
         return bt_nomem(err);
     e->hdr.ops = &bt_engine_ops;
     e->lock_fd = -1;
+    e->log.fd = -1;
+    pthread_mutex_init(&e->log.mu, NULL);
+    pthread_cond_init(&e->log.cv, NULL);
     e->next_file_id = 1;
     snprintf(e->dir, sizeof e->dir, "%s", dir);
     snprintf(e->db_name, sizeof e->db_name, "%s", db_name);
@@ -414,6 +440,8 @@ static int bt_open(const char *dir, const char *db_name, const bson_t *opts, eng
         rc = lock_dir(e, err);
     if (rc == 0)
         rc = bt_ckpt_open(e, err);
+    if (rc == 0)
+        rc = bt_log_open(e, err);
     if (rc) {
         engine_free(e);
         return rc;
@@ -450,6 +478,7 @@ static void bt_append_status(eng_engine *eh, bson_t *status)
     BSON_APPEND_INT64(&sub, "checkpoints", e->checkpoints);
     BSON_APPEND_INT64(&sub, "evictions", e->evictions);
     BSON_APPEND_UTF8(&sub, "blockCompressor", e->default_comp->name);
+    bt_log_status(e, &sub);
     bson_append_document_end(status, &sub);
 }
 
@@ -564,7 +593,7 @@ int bt_obj_create(bt_engine *e, eng_txn *t, const char *ident, int kind,
     bt_undo *u;
     if ((rc = bt_tree_new(e, ident, kind, c, &tr, err)) != 0)
         return rc;
-    if (add_tree(e, tr) || !(u = undo_push(e))) {
+    if (bt_add_tree(e, tr) || !(u = undo_push(e))) {
         if (e->ntrees && e->trees[e->ntrees - 1] == tr)
             e->ntrees--;
         unlink(tr->blk.path);
@@ -573,6 +602,8 @@ int bt_obj_create(bt_engine *e, eng_txn *t, const char *ident, int kind,
     }
     u->t = tr;
     u->kind = U_CREATE;
+    if (e->log.on)
+        bt_log_op_create(&e->txn->lg, ident, kind, c->name);
     return 0;
 }
 
@@ -589,6 +620,8 @@ int bt_obj_drop(bt_engine *e, eng_txn *t, const char *ident, int kind)
     u->t = tr;
     u->kind = U_DROP;
     tr->live = false;
+    if (e->log.on)
+        bt_log_op(&e->txn->lg, BT_LOG_DROP, ident, NULL, 0, 0, NULL, 0, false);
     return 0;
 }
 

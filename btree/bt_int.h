@@ -9,6 +9,7 @@
  *   bt_tree.c      search, insert, delete, split, merge, positions, eviction
  *   bt_ckpt.c      checkpoints, the metadata tree, the turtle file, open
  *   bt_compact.c   compact: a tree rewritten into a new file at a checkpoint
+ *   bt_log.c       the write-ahead log: commit records, group commit, recovery
  *   bt_engine.c    the eng_ops table
  *   bt_verify.c    the verifier
  *
@@ -63,6 +64,43 @@
  *   00 02 01 64 04              type 0, prefix 2, "d", zigzag(9-7) = 4
  * 12 body bytes after the 40-byte header: mem_size 52, entries 2, type 7.
  *
+ * ---- Log file (DIR/log/btlog.NNNNNNNNNN, bt_log.c) ---------------------------
+ * A 32-byte file header, then records back to back.  A file ends where its
+ * last record ends: a record that does not fit goes to the next file, and a
+ * file is fsynced before the next one is created.
+ *
+ *   OFFSET SIZE FIELD
+ *   0      8    magic "MDBTLOG1"
+ *   8      4    file number (NNNNNNNNNN)
+ *   12     4    version (1)
+ *   16     8    file size limit when created
+ *   24     4    crc32c of bytes [0, 24)
+ *   28     4    unused
+ *
+ * ---- Log record: one committed transaction ----------------------------------
+ *   OFFSET SIZE FIELD
+ *   0      4    len: 24 + stored body length
+ *   4      4    crc32c of bytes [0, len) with this field zeroed
+ *   8      8    LSN: file number << 32 | offset of this record in the file
+ *   16     4    uncompressed body length
+ *   20     1    compressor of the body: 0 none, 1 snappy (raw if no shrink)
+ *   21     3    unused
+ *   24     ...  body: operations, in the order the transaction made them
+ *
+ *   op 1 put:    u8 1, varint identlen, ident, varint klen, key,
+ *                varint zigzag(rid), u8 has_val, [varint vlen, value]
+ *   op 2 delete: u8 2, varint identlen, ident, varint klen, key, varint zigzag(rid)
+ *   op 3 create: u8 3, varint identlen, ident, u8 kind, varint n, compressor name
+ *   op 4 drop:   u8 4, varint identlen, ident
+ * The ident "" is the metadata tree (catalog entries "cat:<key>").
+ *
+ * Worked example: a txn inserting the 5-byte value 05 00 00 00 00 as rid 1
+ * of "c", raw, at offset 32 of file 1 (LSN 0x0000000100000020):
+ *   24 00 00 00  cc cc cc cc  20 00 00 00 01 00 00 00  0c 00 00 00  00 00 00 00
+ *   01 01 63 00 02 01 05 05 00 00 00 00
+ * (len 36, cc: the crc; body 12 bytes: put, ident "c", empty key,
+ * zigzag(1) = 2, has_val 1, vlen 5, value).  All integers little-endian.
+ *
  * ---- Invariants --------------------------------------------------------------
  * 1. A live block (reachable from the last checkpoint) is never overwritten:
  *    blocks freed since that checkpoint wait on `discard` until the turtle
@@ -77,6 +115,7 @@
 #ifndef BT_INT_H
 #define BT_INT_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -279,11 +318,47 @@ typedef struct bt_undo {
     int64_t d_ins, d_upd, d_bytes;
 } bt_undo;
 
+/* A growable byte string. */
+typedef struct bt_buf {
+    uint8_t *p;
+    size_t n, cap;
+    bool oom; /* an append failed: the contents are incomplete */
+} bt_buf;
+
 typedef struct bt_txn {
     eng_txn hdr;
     bt_undo *u;
     size_t n, cap;
+    bt_buf lg; /* the body of this transaction's log record */
 } bt_txn;
+
+/* The log (bt_log.c).  Fields after `mu` are under it; the flush thread
+ * touches nothing else of the engine. */
+typedef struct bt_log {
+    bool on;
+    char dir[4200];
+    uint64_t file_max;  /* logFileSize */
+    int interval_ms;    /* commitIntervalMs; 0: no flush thread */
+    int64_t ckpt_bytes; /* checkpoint when the log since the last one exceeds it */
+    bool no_recovery_ckpt; /* debugNoRecoveryCheckpoint: replay twice in tests */
+    bool thr_on;
+    pthread_t thr;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool stop;
+    int fd;            /* the current file, -1 when none */
+    uint32_t fnum;     /* its number */
+    uint64_t written;  /* bytes of it written (buffer starts here) */
+    uint64_t synced;   /* bytes of it fdatasynced */
+    bt_buf buf;        /* records appended, not yet written */
+    uint64_t next_lsn; /* the LSN of the next record */
+    int io_err;        /* sticky: a failed write or fsync */
+    int64_t since_ckpt, records, raw_bytes, stored_bytes, syncs;
+} bt_log;
+
+enum { BT_LOG_PUT = 1, BT_LOG_DEL = 2, BT_LOG_CREATE = 3, BT_LOG_DROP = 4 };
+#define BT_LOG_FHDR 32u
+#define BT_LOG_RHDR 24u
 
 struct bt_engine {
     eng_engine hdr;
@@ -303,12 +378,14 @@ struct bt_engine {
     uint64_t view_epoch; /* bumped when every view dies: a write, a txn end */
     uint64_t next_file_id;
     int64_t checkpoints, evictions;
-    int ckpt_interval;
+    double ckpt_interval; /* seconds */
     double last_ckpt;
     bool ckpt_pending;
     int crash_point;
     bool crashed;
     md_error last_err;
+    uint64_t ckpt_lsn; /* from the turtle: the log is replayed from here */
+    bt_log log;
 };
 
 /* A handle on a record or sorted store. */
@@ -396,6 +473,30 @@ int bt_unlink_after_ckpt(bt_engine *e, const char *fname, const char *ident);
 void bt_tree_destroy(bt_tree *t);
 int bt_meta_key(char *buf, size_t cap, const char *prefix, const char *key);
 double bt_now(void);
+
+/* bt_engine.c, for replay */
+int bt_add_tree(bt_engine *e, bt_tree *t);
+int bt_tree_apply(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid,
+                  const uint8_t *val, uint32_t vlen, bool has_val, bool del,
+                  const bt_ent *old, md_error *err);
+
+/* bt_log.c */
+int bt_buf_put(bt_buf *b, const void *p, size_t n);
+void bt_buf_free(bt_buf *b);
+void bt_log_op(bt_buf *b, int op, const char *ident, const uint8_t *key, uint32_t klen,
+               eng_rid rid, const uint8_t *val, uint32_t vlen, bool has_val);
+void bt_log_op_create(bt_buf *b, const char *ident, int kind, const char *comp);
+int bt_log_encode(uint64_t lsn, const uint8_t *body, size_t n, bool compress, bt_buf *out);
+int bt_log_decode(const uint8_t *rec, size_t avail, uint64_t lsn, bt_buf *body,
+                  size_t *rec_len);
+int bt_log_parse_opts(bt_log *l, const char *k, bson_iter_t *it, md_error *err);
+int bt_log_open(bt_engine *e, md_error *err);
+int bt_log_commit(bt_engine *e, const bt_buf *body, bool durable, bool *appended,
+                  bool *want_ckpt, md_error *err);
+int bt_log_ckpt_begin(bt_engine *e, uint64_t *lsn, md_error *err);
+void bt_log_ckpt_done(bt_engine *e, uint64_t lsn);
+void bt_log_close(bt_engine *e);
+void bt_log_status(bt_engine *e, bson_t *sub);
 
 /* bt_compact.c */
 int bt_rs_compact(eng_rs *rs, eng_txn *t, const eng_compact_opts *o, bson_t *info,

@@ -19,6 +19,7 @@
 static char BDIR[64];
 static eng_engine *BE;
 static md_error BERR;
+static bool BLOG_OFF; /* open with btree {log: false} */
 
 #define BOK(x) \
     do { \
@@ -34,6 +35,8 @@ static void bt_open_with(const char *compressor, int64_t cache_bytes)
         BSON_APPEND_UTF8(&sub, "blockCompressor", compressor);
     if (cache_bytes)
         BSON_APPEND_INT64(&sub, "cacheSize", cache_bytes);
+    if (BLOG_OFF)
+        BSON_APPEND_BOOL(&sub, "log", false);
     bson_append_document_end(&opts, &sub);
     BOK(eng_open(&bt_engine_ops, BDIR, "test", &opts, &BE, &BERR));
     bson_destroy(&opts);
