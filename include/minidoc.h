@@ -151,7 +151,10 @@ typedef struct md_db md_db;
  *                 {firstFileSize: bytes, nsSize: bytes, debugRemapOnGrow,
  *                  debugCheckViews: bool}        test knobs (mmapv1)
  *   btree         {cacheSizeMB, blockCompressor: "snappy"|"zstd"|"none",
- *                  checkpointIntervalSecs}       (btree; see btree/bt.h)
+ *                  checkpointIntervalSecs, log: bool (true),
+ *                  commitIntervalMs (100), logFileSizeMB (100),
+ *                  checkpointLogSizeMB (2048)}  (btree; see btree/bt.h)
+ *   ttlMonitorSleepSecs  seconds between TTL passes (60)
  *
  * Only one process may open a directory at a time: a second one gets
  * MD_EBUSY with code DBPathInUse (98).
