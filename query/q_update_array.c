@@ -483,6 +483,17 @@ static int not_array(const q_uarr *a, const bson_iter_t *e, const char *key, con
     }
 }
 
+/* $addToSet: append each value the array does not hold yet, then write it. */
+static void apply_add_to_set(const q_uarr *a, elems *l, const char *key, q_buf *dst)
+{
+    bson_iter_t v;
+    bson_iter_init(&v, &a->vals);
+    while (bson_iter_next(&v))
+        if (!elems_contains(l, &v))
+            elems_add(l, &v);
+    write_array(l, 0, l->n, key, dst);
+}
+
 int q_uarr_apply(const q_uarr *a, const bson_iter_t *e, const char *key, const char *path,
                  const char *id, q_buf *dst, md_error *err)
 {
@@ -491,12 +502,7 @@ int q_uarr_apply(const q_uarr *a, const bson_iter_t *e, const char *key, const c
         if (a->kind == Q_UARR_PUSH) {
             apply_push(a, &l, false, key, dst);
         } else if (a->kind == Q_UARR_ADD_TO_SET) {
-            bson_iter_t v;
-            bson_iter_init(&v, &a->vals);
-            while (bson_iter_next(&v))
-                if (!elems_contains(&l, &v))
-                    elems_add(&l, &v);
-            write_array(&l, 0, l.n, key, dst);
+            apply_add_to_set(a, &l, key, dst);
         }
         bson_free(l.v);
         return 0;
@@ -506,15 +512,7 @@ int q_uarr_apply(const q_uarr *a, const bson_iter_t *e, const char *key, const c
     elems_add_all(&l, e);
     switch (a->kind) {
     case Q_UARR_PUSH: apply_push(a, &l, true, key, dst); break;
-    case Q_UARR_ADD_TO_SET: {
-        bson_iter_t v;
-        bson_iter_init(&v, &a->vals);
-        while (bson_iter_next(&v))
-            if (!elems_contains(&l, &v))
-                elems_add(&l, &v);
-        write_array(&l, 0, l.n, key, dst);
-        break;
-    }
+    case Q_UARR_ADD_TO_SET: apply_add_to_set(a, &l, key, dst); break;
     case Q_UARR_POP:
         if (l.n == 0)
             write_array(&l, 0, 0, key, dst);
