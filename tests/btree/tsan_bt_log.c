@@ -22,6 +22,7 @@
 
 #include "bt.h"
 #include "eng.h"
+#include "../engine/tsan_writes.h"
 
 static void options(bson_t *o, int round)
 {
@@ -34,35 +35,6 @@ static void options(bson_t *o, int round)
     BSON_APPEND_INT64(&sub, "logFileSize", 65536);
     BSON_APPEND_INT64(&sub, "cacheSize", 512 * 1024);
     bson_append_document_end(o, &sub);
-}
-
-/* One write: insert while there is room, else update. */
-static void one_write(eng_engine *e, eng_rs *rs, eng_rid *rids, int *n, int i)
-{
-    bson_t b = BSON_INITIALIZER;
-    char pad[600];
-    eng_txn *t;
-    memset(pad, 'x', sizeof pad);
-    pad[(i * 37) % 599] = '\0';
-    BSON_APPEND_INT32(&b, "_id", i);
-    BSON_APPEND_UTF8(&b, "p", pad);
-    if (eng_txn_begin(e, &t) != 0)
-        exit(4);
-    if (*n < 2000 && i % 3 != 2) {
-        if (eng_rs_insert(rs, t, bson_get_data(&b), b.len, &rids[*n], NULL) == 0)
-            (*n)++;
-    } else if (*n > 0) {
-        eng_rid nr;
-        bool moved;
-        int k = i % *n;
-        if (eng_rs_update(rs, t, rids[k], bson_get_data(&b), b.len, &nr, &moved, NULL) == 0)
-            rids[k] = nr;
-    }
-    if (i % 7 == 0)
-        eng_txn_abort(t);
-    else if (eng_txn_commit(t, i % 11 == 0, NULL) != 0)
-        exit(5);
-    bson_destroy(&b);
 }
 
 int main(void)
@@ -78,7 +50,7 @@ int main(void)
         md_error err;
         char name[32];
         eng_rs_options ro = {0};
-        static eng_rid rids[2000];
+        static eng_rid rids[TSAN_MAX_RECORDS];
         int n = 0;
         options(&o, round);
         if (eng_open(&bt_engine_ops, dir, "test", &o, &e, &err) != 0) {
