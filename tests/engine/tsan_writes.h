@@ -8,8 +8,10 @@
 #ifndef TSAN_WRITES_H
 #define TSAN_WRITES_H
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "eng.h"
 
@@ -42,6 +44,78 @@ static inline void one_write(eng_engine *e, eng_rs *rs, eng_rid *rids, int *n, i
     else if (eng_txn_commit(t, i % 11 == 0, NULL) != 0)
         exit(5);
     bson_destroy(&b);
+}
+
+/* What differs between the stress programs; tsan_main() does the rest. */
+typedef struct tsan_driver {
+    const eng_ops *ops;
+    const char *dir_template; /* for mkdtemp, e.g. "/tmp/mmtsan.XXXXXX" */
+    int rounds;
+    void (*options)(bson_t *o, int round);          /* open options */
+    bool (*flush_sync)(int i);                       /* every 500 writes */
+    void (*before_close)(eng_engine *e, int round); /* may be NULL */
+} tsan_driver;
+
+/* One round: open, 3000 writes with flushes and pauses, validate, close. */
+static inline int tsan_round(const tsan_driver *d, const char *dir, int round)
+{
+    bson_t o;
+    eng_engine *e;
+    eng_txn *t;
+    eng_rs *rs;
+    md_error err;
+    char name[32];
+    eng_rs_options ro = {0};
+    static eng_rid rids[TSAN_MAX_RECORDS];
+    int n = 0;
+    d->options(&o, round);
+    if (eng_open(d->ops, dir, "test", &o, &e, &err) != 0) {
+        fprintf(stderr, "open: %s\n", err.message);
+        return 1;
+    }
+    snprintf(name, sizeof name, "test.c%d", round);
+    if (eng_txn_begin(e, &t) || eng_rs_create(e, t, name, &ro, NULL) ||
+        eng_txn_commit(t, false, NULL) || eng_rs_open(e, name, &rs, NULL))
+        return 2;
+    for (int i = 0; i < 3000; i++) {
+        one_write(e, rs, rids, &n, i);
+        if (i % 500 == 0)
+            eng_flush(e, d->flush_sync(i), NULL);
+        if (i % 100 == 0)
+            usleep(2000);
+    }
+    eng_validate v;
+    eng_validate_init(&v, true);
+    eng_rs_validate(rs, &v);
+    if (v.nerrors) {
+        char *s = bson_as_relaxed_extended_json(&v.errors, NULL);
+        fprintf(stderr, "invalid: %s\n", s);
+        return 3;
+    }
+    eng_validate_cleanup(&v);
+    eng_rs_close(rs);
+    if (d->before_close)
+        d->before_close(e, round);
+    eng_close(e);
+    bson_destroy(&o);
+    printf("round %d ok (%d records)\n", round, n);
+    return 0;
+}
+
+static inline int tsan_main(const tsan_driver *d)
+{
+    char dir[64];
+    snprintf(dir, sizeof dir, "%s", d->dir_template);
+    if (!mkdtemp(dir))
+        return 1;
+    for (int round = 0; round < d->rounds; round++) {
+        int rc = tsan_round(d, dir, round);
+        if (rc)
+            return rc;
+    }
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    return system(cmd) == 0 ? 0 : 6;
 }
 
 #endif /* TSAN_WRITES_H */
