@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "q.h"
+#include "test_q_fuzz.h"
 
 static bson_t *J(const char *json)
 {
@@ -400,44 +401,15 @@ Test(q_match, upsert_seed_conflicts)
 
 /* ---- robustness ------------------------------------------------------------- */
 
-static unsigned lcg(unsigned *s)
-{
-    *s = *s * 1103515245u + 12345u;
-    return (*s >> 16) & 0x7FFF;
-}
-
 static const char *fuzz_keys[] = {"a", "b", "a.b", "a.0", "$gt", "$in", "$not", "$and",
                                   "$or", "$nor", "$elemMatch", "$size", "$mod", "$exists",
                                   "$ne", "$nin", "$all", "$eq", "_id", "0", "", "$comment"};
 
+static const q_fuzz fuzz = {fuzz_keys, sizeof fuzz_keys / sizeof *fuzz_keys, "a"};
+
 static void fuzz_value(bson_t *d, const char *k, unsigned *s, int depth)
 {
-    bson_t c;
-    unsigned t = lcg(s) % (depth > 3 ? 5 : 9);
-    char key[8];
-    switch (t) {
-    case 0: bson_append_int32(d, k, -1, (int32_t)(lcg(s) % 5) - 2); break;
-    case 1: bson_append_utf8(d, k, -1, lcg(s) % 2 ? "a" : "x", -1); break;
-    case 2: bson_append_null(d, k, -1); break;
-    case 3: bson_append_double(d, k, -1, lcg(s) % 2 ? 1.5 : -0.0); break;
-    case 4: bson_append_bool(d, k, -1, lcg(s) % 2); break;
-    case 5:
-    case 6:
-        bson_append_document_begin(d, k, -1, &c);
-        for (unsigned i = lcg(s) % 4; i > 0; i--)
-            fuzz_value(&c, fuzz_keys[lcg(s) % (sizeof fuzz_keys / sizeof *fuzz_keys)], s,
-                       depth + 1);
-        bson_append_document_end(d, &c);
-        break;
-    default:
-        bson_append_array_begin(d, k, -1, &c);
-        for (unsigned i = 0, n = lcg(s) % 4; i < n; i++) {
-            snprintf(key, sizeof key, "%u", i);
-            fuzz_value(&c, key, s, depth + 1);
-        }
-        bson_append_array_end(d, &c);
-        break;
-    }
+    q_fuzz_value(&fuzz, d, k, s, depth);
 }
 
 Test(q_match, random_filters_parse_or_fail_with_a_code)

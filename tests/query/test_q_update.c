@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "q.h"
+#include "test_q_fuzz.h"
 
 static bson_t *J(const char *json)
 {
@@ -393,12 +394,6 @@ Test(q_update, positional_operator)
 
 /* ---- damages ------------------------------------------------------------------ */
 
-static unsigned lcg(unsigned *s)
-{
-    *s = *s * 1103515245u + 12345u;
-    return (*s >> 16) & 0x7FFF;
-}
-
 static void random_doc(bson_t *d, unsigned *s, int id)
 {
     char str[6];
@@ -599,35 +594,11 @@ static const char *fuzz_keys[] = {"a", "b", "a.b", "a.0", "a.$", "$set", "$inc",
                                   "$setOnInsert", "_id", "0", "1", "", "a..b", "$", "x.1.y",
                                   "$push", "$type", "c.d"};
 
+static const q_fuzz fuzz = {fuzz_keys, sizeof fuzz_keys / sizeof *fuzz_keys, "a.b"};
+
 static void fuzz_value(bson_t *d, const char *k, unsigned *s, int depth)
 {
-    bson_t c;
-    unsigned t = lcg(s) % (depth > 3 ? 6 : 10);
-    char key[8];
-    switch (t) {
-    case 0: bson_append_int32(d, k, -1, (int32_t)(lcg(s) % 5) - 2); break;
-    case 1: bson_append_utf8(d, k, -1, lcg(s) % 2 ? "a.b" : "x", -1); break;
-    case 2: bson_append_null(d, k, -1); break;
-    case 3: bson_append_double(d, k, -1, lcg(s) % 2 ? 1.5 : -0.0); break;
-    case 4: bson_append_int64(d, k, -1, lcg(s) % 2 ? INT64_MAX : INT64_MIN); break;
-    case 5: bson_append_bool(d, k, -1, lcg(s) % 2); break;
-    case 6:
-    case 7:
-        bson_append_document_begin(d, k, -1, &c);
-        for (unsigned i = lcg(s) % 4; i > 0; i--)
-            fuzz_value(&c, fuzz_keys[lcg(s) % (sizeof fuzz_keys / sizeof *fuzz_keys)], s,
-                       depth + 1);
-        bson_append_document_end(d, &c);
-        break;
-    default:
-        bson_append_array_begin(d, k, -1, &c);
-        for (unsigned i = 0, n = lcg(s) % 4; i < n; i++) {
-            snprintf(key, sizeof key, "%u", i);
-            fuzz_value(&c, key, s, depth + 1);
-        }
-        bson_append_array_end(d, &c);
-        break;
-    }
+    q_fuzz_value(&fuzz, d, k, s, depth);
 }
 
 Test(q_update, random_updates_give_valid_documents_or_coded_errors)
