@@ -243,6 +243,16 @@ static void crash_writer(mmt *t, int n, int len, bool journal)
     cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "child status %d", st);
 }
 
+/* A journaled database whose writer child was SIGKILLed after n durable
+ * inserts of len bytes; the directory is left as the crash left it. */
+static void killed_writer(mmt *t, int n, int len)
+{
+    jopen(t, true, 500, 0);
+    eng_close(t->e); /* the child owns the directory now */
+    t->e = NULL;
+    crash_writer(t, n, len, true);
+}
+
 /* Count the documents of test.c and check each is {_id: i} for 1..count. */
 static int64_t count_docs(mmt *t, eng_rs **out)
 {
@@ -304,10 +314,7 @@ static void copy_file(const char *from, const char *to)
 Test(mm_journal, durable_commits_survive_sigkill)
 {
     mmt t;
-    jopen(&t, true, 500, 0);
-    eng_close(t.e); /* the child owns the directory now */
-    t.e = NULL;
-    crash_writer(&t, 60, 300, true);
+    killed_writer(&t, 60, 300);
     char path[256];
     snprintf(path, sizeof path, "%s/journal/j._0", t.dir);
     cr_assert_eq(access(path, F_OK), 0, "the killed writer left its journal");
@@ -339,10 +346,7 @@ static int sections_of(const char *path, off_t *at, int max)
 Test(mm_journal, damaged_last_section_is_dropped_whole)
 {
     mmt t;
-    jopen(&t, true, 500, 0);
-    eng_close(t.e);
-    t.e = NULL;
-    crash_writer(&t, 20, 200, true);
+    killed_writer(&t, 20, 200);
     char path[256];
     off_t at[64];
     snprintf(path, sizeof path, "%s/journal/j._0", t.dir);
@@ -371,10 +375,7 @@ Test(mm_journal, damaged_middle_section_stops_replay_and_is_reported)
      * next is written), it is media damage, and validate says the files
      * may be inconsistent */
     mmt t;
-    jopen(&t, true, 500, 0);
-    eng_close(t.e);
-    t.e = NULL;
-    crash_writer(&t, 10, 200, true);
+    killed_writer(&t, 10, 200);
     char path[256];
     off_t at[64];
     snprintf(path, sizeof path, "%s/journal/j._0", t.dir);
@@ -402,10 +403,7 @@ Test(mm_journal, torn_tail_is_not_damage)
      * of the journal; its bytes never reached the data files (they are
      * applied only after the fdatasync) */
     mmt t;
-    jopen(&t, true, 500, 0);
-    eng_close(t.e);
-    t.e = NULL;
-    crash_writer(&t, 10, 200, true);
+    killed_writer(&t, 10, 200);
     char path[256];
     off_t at[64];
     snprintf(path, sizeof path, "%s/journal/j._0", t.dir);
@@ -436,10 +434,7 @@ Test(mm_journal, replay_is_idempotent)
 {
     mmt t;
     char jdir[256], save[256], from[512], to[512];
-    jopen(&t, true, 500, 0);
-    eng_close(t.e);
-    t.e = NULL;
-    crash_writer(&t, 40, 500, true);
+    killed_writer(&t, 40, 500);
     /* keep the journal as the crash left it */
     snprintf(jdir, sizeof jdir, "%s/journal", t.dir);
     snprintf(save, sizeof save, "%s/saved", t.dir);
