@@ -48,28 +48,29 @@ int bt_tree_init_empty(bt_tree *t)
     return 0;
 }
 
-static int tree_root(bt_tree *t, bt_page **out, md_error *err)
+/* The page at *a, read into *slot unless it is cached there already, and
+ * marked as just used (eviction takes the least recently read). */
+static int cached_page(bt_tree *t, const bt_addr *a, bt_page **slot, bt_page **out,
+                       md_error *err)
 {
-    if (!t->root) {
-        int rc = bt_page_read(t, &t->root_addr, &t->root, err);
+    if (!*slot) {
+        int rc = bt_page_read(t, a, slot, err);
         if (rc)
             return rc;
     }
-    t->root->read_gen = ++t->eng->read_gen;
-    *out = t->root;
+    (*slot)->read_gen = ++t->eng->read_gen;
+    *out = *slot;
     return 0;
+}
+
+static int tree_root(bt_tree *t, bt_page **out, md_error *err)
+{
+    return cached_page(t, &t->root_addr, &t->root, out, err);
 }
 
 int bt_child(bt_tree *t, bt_ent *en, bt_page **out, md_error *err)
 {
-    if (!en->child) {
-        int rc = bt_page_read(t, &en->addr, &en->child, err);
-        if (rc)
-            return rc;
-    }
-    en->child->read_gen = ++t->eng->read_gen;
-    *out = en->child;
-    return 0;
+    return cached_page(t, &en->addr, &en->child, out, err);
 }
 
 static int ent_cmp(const bt_ent *en, const uint8_t *key, uint32_t klen, eng_rid rid)
