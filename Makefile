@@ -55,7 +55,7 @@ BENCH_BINS:= $(BENCH_SRCS:%.c=$(BUILD)/%)
 
 .PHONY: all deps demo test check bench crash test-tsan clean
 
-all: $(LIB) $(CLI) $(TEST_BIN)
+all: $(LIB) $(CLI) $(TEST_BIN) $(if $(FAULT_SRCS),$(FAULT_BIN))
 
 deps:
 	@tools/deps.sh
@@ -81,6 +81,7 @@ demo: deps
 test: deps
 	@$(MAKE) --no-print-directory all
 	MINIDOC=$(CLI) tests/tools/test_cli.sh
+	$(if $(FAULT_SRCS),$(FAULT_BIN) -j2 --short-filename)
 	$(TEST_BIN) -j2 --short-filename
 
 check: test
@@ -92,10 +93,27 @@ crash: deps
 	@$(MAKE) --no-print-directory all
 	MINIDOC_CRASH_ROUNDS=$${MINIDOC_CRASH_ROUNDS:-500} $(TEST_BIN) --filter 'crash/*'
 
-bench: $(BENCH_BINS)
+bench: deps
+	@$(MAKE) --no-print-directory $(BENCH_BINS)
 
 $(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# bench/peers runs the real WiredTiger and LMDB beside minidoc's engines.
+$(BUILD)/bench/peers: LDLIBS += -lwiredtiger $(shell pkg-config --libs lmdb 2>/dev/null)
+
+# The fault-injection tests (tests/faults): a second Criterion binary whose
+# I/O calls go through tests/faults/fault_io.c (ld --wrap), which can fail
+# them with ENOSPC or EIO and keep a "what the disk holds" shadow of every
+# file for simulated power losses.  The library is the same libminidoc.a.
+FAULT_SRCS  := $(wildcard tests/faults/*.c)
+FAULT_OBJS  := $(FAULT_SRCS:%.c=$(BUILD)/%.o)
+FAULT_BIN   := $(BUILD)/test_faults
+FAULT_WRAPS := pwrite write fsync fdatasync msync ftruncate open close rename unlink
+FAULT_LDFLAGS := $(foreach f,$(FAULT_WRAPS),-Wl,--wrap=$(f))
+
+$(FAULT_BIN): $(FAULT_OBJS) $(LIB)
+	$(CC) $(LDFLAGS) $(FAULT_LDFLAGS) -o $@ $^ $(LDLIBS) -lcriterion
 
 # Criterion cannot start under TSan, so the threaded parts have standalone
 # stress programs, built against a SANITIZER=thread library.
@@ -113,4 +131,4 @@ test-tsan: deps
 clean:
 	rm -rf build build-*
 
--include $(LIB_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(BUILD)/tools/minidoc.d
+-include $(LIB_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(FAULT_OBJS:.o=.d) $(BUILD)/tools/minidoc.d

@@ -21,11 +21,34 @@
  *
  * Borrowed views: a pointer returned by eng_rs_get() or a cursor points into
  * engine memory (for mmapv1, into a file mapping).  It stays valid until the
- * next write through the same engine, the end of the enclosing transaction,
- * or the next read through the same handle or cursor that returned it
- * (btree evicts pages on reads too, sparing only each handle's and
- * cursor's latest view), whichever comes first.  Copy what you need to
- * keep.
+ * next write by the same thread, the end of the enclosing transaction, or
+ * the next read by the same thread through the same handle or cursor that
+ * returned it, whichever comes first.  Another thread's reads and writes
+ * never end it (mmapv1: the caller's collection lock keeps writers out;
+ * btree: views are per-thread copies).  Copy what you need to keep.
+ *
+ * Threads.  Engine, handles (eng_rs, eng_ss) and the catalog may be shared
+ * by threads; a transaction and a cursor belong to the thread that opened
+ * it.  What may run at once depends on ops->concurrent:
+ *
+ *   concurrent = false (mmapv1, ephemeralForTest): one write transaction at
+ *     a time per engine (a second eng_txn_begin waits for the first to end);
+ *     reads may run in other threads while it is open, provided the caller's
+ *     locks keep them off the records it is changing (query/ takes the
+ *     collection or database lock).
+ *   concurrent = true (btree): document-level concurrency, after
+ *     WiredTiger.  Any number of transactions, one per thread.  A
+ *     transaction reads a snapshot taken at eng_txn_begin plus its own
+ *     writes; reads by a thread with no transaction open see the latest
+ *     committed state, each call atomically.  A write to a key that another
+ *     transaction changed and has not committed, or committed after this
+ *     snapshot began, fails with MD_EWRITECONFLICT; the caller aborts and
+ *     retries the whole unit (query/ does, as MongoDB's writeConflictRetry).
+ *     Readers never wait for a transaction to end.
+ *
+ * Structural operations (rs/ss create, drop, truncate, compact) and
+ * eng_close run only while no other transaction is open: query/ holds its
+ * database lock exclusively around them.
  *
  * Identifiers ("idents") name storage objects.  query/ derives them from
  * namespaces: collection "test.c", index "test.c.$x_1".  An ident is at most
@@ -131,6 +154,7 @@ struct eng_ops {
     /* capability flags */
     bool has_damages;     /* rs_update_damages is meaningful */
     bool collection_lock; /* query/ must take a collection rwlock */
+    bool concurrent;      /* many transactions at once (see Threads above) */
 
     /* Does `dir` hold data files this engine created?  NULL: it never
      * creates files (eng_detect() then never names it). */
@@ -238,10 +262,13 @@ const eng_ops *eng_detect(const char *dir);
  *                    in dir.  Takes the directory lock (MD_EBUSY).
  * eng_flush          write everything to the data files; sync => fsync too.
  *
- * eng_txn_begin      start a unit of work.  One at a time per engine in this
- *                    version.  commit(durable) makes it permanent (durable:
- *                    wait until it would survive a crash, where the engine
- *                    can); abort undoes every change made through it.
+ * eng_txn_begin      start a unit of work for the calling thread (see
+ *                    Threads above for how many may be open).
+ *                    commit(durable) makes it permanent (durable: wait
+ *                    until it would survive a crash, where the engine can);
+ *                    abort undoes every change made through it.  Any write
+ *                    may return MD_EWRITECONFLICT on a concurrent engine:
+ *                    the transaction must then be aborted.
  *
  * eng_meta_*         the catalog: small BSON documents by key.  get copies
  *                    into an uninitialized `out` (bson_init'ed by the call

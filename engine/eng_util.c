@@ -25,6 +25,7 @@ const char *md_strerror(int rc)
     case MD_ETOOBIG: return "MD_ETOOBIG: size limit exceeded";
     case MD_EREADONLY: return "MD_EREADONLY: handle is read-only after a failed write";
     case MD_EEXISTS: return "MD_EEXISTS: already exists";
+    case MD_EWRITECONFLICT: return "MD_EWRITECONFLICT: write conflict";
     default: return "unknown minidoc error";
     }
 }
@@ -104,6 +105,7 @@ int eng_rc_to_code(int rc)
     case MD_ETOOBIG: return MD_CODE_BSON_OBJECT_TOO_LARGE;
     case MD_EIO: return MD_CODE_FILE_STREAM_FAILED;
     case MD_EEXISTS: return MD_CODE_NAMESPACE_EXISTS;
+    case MD_EWRITECONFLICT: return MD_CODE_WRITE_CONFLICT;
     default: return MD_CODE_INTERNAL_ERROR;
     }
 }

@@ -58,6 +58,8 @@ extern "C" {
 #define MD_ETOOBIG (-30810)   /* document or key exceeds a size limit */
 #define MD_EREADONLY (-30811) /* handle refuses writes after a failed write */
 #define MD_EEXISTS (-30812)   /* object already exists */
+#define MD_EWRITECONFLICT (-30813) /* another transaction changed the same key;
+                                     the library retries these internally */
 
 /* Name of a library return code, e.g. "MD_NOTFOUND: not found". */
 const char *md_strerror(int rc);
