@@ -150,6 +150,7 @@ static void engine_free(mm_engine *e)
     mm_meta_free(e);
     mm_files_close(e);
     mm_lock_release(e);
+    pthread_mutex_destroy(&e->cursors_mu);
     free(e->dir);
     free(e->db);
     free(e);
@@ -239,6 +240,7 @@ static int mm_open(const char *dir, const char *db, const bson_t *opts, eng_engi
         return md_error_set(err, MD_ENOMEM, MD_CODE_INTERNAL_ERROR, "out of memory");
     }
     e->base.ops = &mm_engine_ops;
+    pthread_mutex_init(&e->cursors_mu, NULL);
     e->lock_fd = e->ns.fd = -1;
     e->first_file_size = o.first_file_size;
     e->file_cap = o.small_files ? MM_MAX_FILE_SIZE / 4 : MM_MAX_FILE_SIZE;

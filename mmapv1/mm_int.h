@@ -260,6 +260,7 @@
 #define MM_INT_H
 
 #include <assert.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -462,7 +463,10 @@ typedef struct mm_engine {
     mm_meta_ent *meta; /* catalog: key -> record, sorted by key */
     size_t nmeta, meta_cap;
     bool meta_dirty; /* the active transaction changed the catalog */
-    mm_cursor *cursors; /* every open record-store cursor */
+    mm_cursor *cursors; /* every open record-store cursor, under cursors_mu:
+                           readers of other collections open and close
+                           theirs while a writer walks the list */
+    pthread_mutex_t cursors_mu;
     bool journal;       /* option journal (default true) */
     bool check_views;   /* option debugCheckViews: compare views at flush */
     bool unclean_nojournal; /* last run wrote without a journal and did not

@@ -478,10 +478,12 @@ int mm_rs_cursor_open(eng_rs *rs_, bool forward, eng_rs_cursor **out)
     c->slot = rs->slot;
     c->forward = forward;
     c->next = mm_loc_null();
+    pthread_mutex_lock(&rs->e->cursors_mu);
     c->link_next = rs->e->cursors;
     if (c->link_next)
         c->link_next->link_prev = c;
     rs->e->cursors = c;
+    pthread_mutex_unlock(&rs->e->cursors_mu);
     *out = &c->base;
     return 0;
 }
@@ -528,12 +530,14 @@ int mm_rs_cursor_restore(eng_rs_cursor *c_)
 void mm_rs_cursor_close(eng_rs_cursor *c_)
 {
     mm_cursor *c = CUR(c_);
+    pthread_mutex_lock(&c->e->cursors_mu);
     if (c->link_prev)
         c->link_prev->link_next = c->link_next;
     else
         c->e->cursors = c->link_next;
     if (c->link_next)
         c->link_next->link_prev = c->link_prev;
+    pthread_mutex_unlock(&c->e->cursors_mu);
     free(c);
 }
 
@@ -541,17 +545,21 @@ void mm_rs_cursor_close(eng_rs_cursor *c_)
  * return it next move on to its successor. */
 void mm_cursors_removing(mm_engine *e, int32_t slot, mm_loc l)
 {
+    pthread_mutex_lock(&e->cursors_mu);
     for (mm_cursor *c = e->cursors; c; c = c->link_next) {
         if (c->slot != slot || !c->started || c->eof || !mm_loc_eq(c->next, l))
             continue;
         if (mm_rec_step(e, slot, l, c->forward, &c->next) != 0)
             c->next = mm_loc_null();
     }
+    pthread_mutex_unlock(&e->cursors_mu);
 }
 
 void mm_cursors_invalidate(mm_engine *e, int32_t slot)
 {
+    pthread_mutex_lock(&e->cursors_mu);
     for (mm_cursor *c = e->cursors; c; c = c->link_next)
         if (c->slot == slot)
             c->eof = true;
+    pthread_mutex_unlock(&e->cursors_mu);
 }

@@ -111,18 +111,20 @@ int md_db_open(const char *path, const bson_t *opts, md_db **out, md_error *err)
     db->start_ms = q_now_ms();
     db->cursor_seed = (uint64_t)db->start_ms * 2654435761u ^ (uint64_t)getpid() ^
                       (uint64_t)(uintptr_t)db;
-    if ((rc = q_db_configure(db, opts, err)) != 0) {
+    if ((rc = q_db_configure(db, opts, err)) != 0 || (rc = q_lock_init(db, opts, err)) != 0) {
         free(db);
         return rc;
     }
     rc = eng_open(ops, path, db->name, opts, &db->eng, err);
     if (rc) {
         q_err_engine(err, rc, "opening the storage engine");
+        q_lock_destroy(db);
         free(db);
         return rc;
     }
     if ((rc = q_catalog_load(db, err)) != 0) {
         eng_close(db->eng);
+        q_lock_destroy(db);
         free(db);
         return rc;
     }
@@ -138,6 +140,7 @@ void md_db_close(md_db *db)
     eng_flush(db->eng, true, NULL);
     q_catalog_unload(db);
     eng_close(db->eng);
+    q_lock_destroy(db);
     free(db);
 }
 

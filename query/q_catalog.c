@@ -281,7 +281,8 @@ static q_coll *coll_new(const char *name, const char *ns, const bson_t *options,
     else
         bson_init(&c->options);
     c->alloc = alloc;
-    pthread_rwlock_init(&c->lock, NULL);
+    q_rwlock_init(&c->lock);
+    pthread_mutex_init(&c->plan_mu, NULL);
     return c;
 }
 
@@ -296,6 +297,7 @@ static void coll_free(q_coll *c)
     eng_rs_close(c->rs);
     bson_destroy(&c->options);
     pthread_rwlock_destroy(&c->lock);
+    pthread_mutex_destroy(&c->plan_mu);
     free(c);
 }
 
@@ -371,22 +373,6 @@ void q_coll_stats(q_coll *c, eng_rs_stats *st)
     eng_rs_get_stats(c->rs, st);
 }
 
-void q_coll_lock(md_db *db, q_coll *c, bool write)
-{
-    if (!c || !db->ops->collection_lock)
-        return;
-    if (write)
-        pthread_rwlock_wrlock(&c->lock);
-    else
-        pthread_rwlock_rdlock(&c->lock);
-}
-
-void q_coll_unlock(md_db *db, q_coll *c)
-{
-    if (c && db->ops->collection_lock)
-        pthread_rwlock_unlock(&c->lock);
-}
-
 /* ---- persisted form -------------------------------------------------------- */
 
 int q_catalog_put(md_db *db, eng_txn *t, q_coll *c, md_error *err)
@@ -403,7 +389,7 @@ int q_catalog_put(md_db *db, eng_txn *t, q_coll *c, md_error *err)
         bson_append_document_begin(&arr, key, -1, &sub);
         BSON_APPEND_DOCUMENT(&sub, "spec", &c->idx[i]->spec);
         BSON_APPEND_UTF8(&sub, "ident", c->idx[i]->ident);
-        BSON_APPEND_BOOL(&sub, "multikey", c->idx[i]->multikey);
+        BSON_APPEND_BOOL(&sub, "multikey", Q_MULTIKEY(c->idx[i]));
         bson_append_document_end(&arr, &sub);
     }
     bson_append_array_end(&entry, &arr);
@@ -437,7 +423,8 @@ static int load_indexes(md_db *db, q_coll *c, bson_iter_t *arr, md_error *err)
         q_index *ix = q_index_new(&spec, bson_iter_utf8(&f, NULL));
         coll_add_index(c, ix);
         bson_iter_recurse(&it, &f);
-        ix->multikey = bson_iter_find(&f, "multikey") && bson_iter_as_bool(&f);
+        ix->multikey = ix->multikey_saved =
+            bson_iter_find(&f, "multikey") && bson_iter_as_bool(&f);
         if (!ix->name[0] || bson_empty(&ix->key))
             return ENG_CORRUPT(err, "catalog entry %s: malformed index spec", c->ns);
         int rc = eng_ss_open(db->eng, ix->ident, &ix->ss, err);

@@ -318,52 +318,72 @@ int q_cmd_is_master(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err)
 
 /* ---- dispatch ---------------------------------------------------------------------- */
 
+/*
+ * Each command's database lock mode (q_lock.c): R reads, W writes that never
+ * create a collection, C writes that create their collection when it is
+ * missing (exclusive then), X catalog changes.
+ */
+enum { R = Q_MODE_IS, W = Q_MODE_IX, X = Q_MODE_X, C = Q_NMODES };
+
 static const struct {
     const char *name;
     q_cmd_fn fn;
+    int mode;
 } commands[] = {
-    {"insert", q_cmd_insert},
-    {"update", q_cmd_update},
-    {"delete", q_cmd_delete},
-    {"findAndModify", q_cmd_find_and_modify},
-    {"findandmodify", q_cmd_find_and_modify},
-    {"find", q_cmd_find},
-    {"getMore", q_cmd_get_more},
-    {"killCursors", q_cmd_kill_cursors},
-    {"count", q_cmd_count},
-    {"explain", q_cmd_explain},
-    {"planCacheListQueryShapes", q_cmd_plan_cache_list},
-    {"planCacheClear", q_cmd_plan_cache_clear},
-    {"ttlMonitor", q_cmd_ttl_monitor},
-    {"distinct", q_cmd_distinct},
-    {"create", q_cmd_create},
-    {"drop", q_cmd_drop},
-    {"dropDatabase", q_cmd_drop_database},
-    {"listCollections", q_cmd_list_collections},
-    {"collMod", q_cmd_coll_mod},
-    {"createIndexes", q_cmd_create_indexes},
-    {"dropIndexes", q_cmd_drop_indexes},
-    {"deleteIndexes", q_cmd_drop_indexes},
-    {"listIndexes", q_cmd_list_indexes},
-    {"collStats", q_cmd_coll_stats},
-    {"serverStatus", q_cmd_server_status},
-    {"validate", q_cmd_validate},
-    {"compact", q_cmd_compact},
-    {"fsync", q_cmd_fsync},
-    {"ping", q_cmd_ping},
-    {"setParameter", q_cmd_set_parameter},
-    {"buildInfo", q_cmd_build_info},
-    {"buildinfo", q_cmd_build_info},
-    {"isMaster", q_cmd_is_master},
-    {"ismaster", q_cmd_is_master},
+    {"insert", q_cmd_insert, C},
+    {"update", q_cmd_update, C},
+    {"delete", q_cmd_delete, W},
+    {"findAndModify", q_cmd_find_and_modify, C},
+    {"findandmodify", q_cmd_find_and_modify, C},
+    {"find", q_cmd_find, R},
+    {"getMore", q_cmd_get_more, R},
+    {"killCursors", q_cmd_kill_cursors, R},
+    {"count", q_cmd_count, R},
+    {"explain", q_cmd_explain, R},
+    {"planCacheListQueryShapes", q_cmd_plan_cache_list, R},
+    {"planCacheClear", q_cmd_plan_cache_clear, R},
+    {"ttlMonitor", q_cmd_ttl_monitor, W},
+    {"distinct", q_cmd_distinct, R},
+    {"create", q_cmd_create, X},
+    {"drop", q_cmd_drop, X},
+    {"dropDatabase", q_cmd_drop_database, X},
+    {"listCollections", q_cmd_list_collections, R},
+    {"collMod", q_cmd_coll_mod, X},
+    {"createIndexes", q_cmd_create_indexes, X},
+    {"dropIndexes", q_cmd_drop_indexes, X},
+    {"deleteIndexes", q_cmd_drop_indexes, X},
+    {"listIndexes", q_cmd_list_indexes, R},
+    {"collStats", q_cmd_coll_stats, R},
+    {"serverStatus", q_cmd_server_status, R},
+    {"validate", q_cmd_validate, X},
+    {"compact", q_cmd_compact, X},
+    {"fsync", q_cmd_fsync, X},
+    {"ping", q_cmd_ping, R},
+    {"setParameter", q_cmd_set_parameter, X},
+    {"buildInfo", q_cmd_build_info, R},
+    {"buildinfo", q_cmd_build_info, R},
+    {"isMaster", q_cmd_is_master, R},
+    {"ismaster", q_cmd_is_master, R},
 };
 
-static q_cmd_fn find_command(const char *name)
+static int find_command(const char *name)
 {
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(commands[i].name, name) == 0)
-            return commands[i].fn;
-    return NULL;
+            return (int)i;
+    return -1;
+}
+
+/* C: exclusive when the collection named by the command's first field is
+ * missing.  The answer holds while the shared lock is held: only an
+ * exclusive holder can create or drop a collection. */
+static int lock_mode(md_db *db, int i, bson_iter_t *first)
+{
+    if (commands[i].mode != C)
+        return commands[i].mode;
+    if (BSON_ITER_HOLDS_UTF8(first) && q_coll_find(db, bson_iter_utf8(first, NULL)))
+        return W;
+    return X;
 }
 
 static int run_command(md_db *db, const bson_t *command, bson_t *reply, md_error *err)
@@ -375,14 +395,22 @@ static int run_command(md_db *db, const bson_t *command, bson_t *reply, md_error
                      "command document is not valid BSON (at offset %zu)", off);
     if (!bson_iter_init(&it, command) || !bson_iter_next(&it))
         return q_err(err, MD_EINVAL, MD_CODE_FAILED_TO_PARSE, "empty command document");
-    q_cmd_fn fn = find_command(bson_iter_key(&it));
-    if (!fn)
+    int i = find_command(bson_iter_key(&it));
+    if (i < 0)
         return q_err(err, MD_EINVAL, MD_CODE_COMMAND_NOT_FOUND, "no such command: '%s'",
                      bson_iter_key(&it));
+    int shared = commands[i].mode == R ? R : W;
+    q_db_lock(db, shared);
     q_cursor_reap(db, q_now_ms());
-    if (fn != q_cmd_ttl_monitor)
+    if (commands[i].fn != q_cmd_ttl_monitor)
         q_ttl_maybe(db, q_now_ms());
-    int rc = fn(db, command, reply, err);
+    int mode = lock_mode(db, i, &it);
+    if (mode != shared) {
+        q_db_unlock(db);
+        q_db_lock(db, mode);
+    }
+    int rc = commands[i].fn(db, command, reply, err);
+    q_db_unlock(db);
     if (rc && !err->message[0])
         q_err(err, rc, eng_rc_to_code(rc), "%s", md_strerror(rc));
     return rc;

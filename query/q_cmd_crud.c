@@ -159,7 +159,7 @@ int q_cmd_insert(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err)
             continue;
         }
         we_add(&we, i, err);
-        if (cc.ordered || db->failed)
+        if (cc.ordered || Q_LOAD(db->failed))
             break;
     }
     q_coll_unlock(db, c);
@@ -343,18 +343,25 @@ static int update_existing(md_db *db, q_coll *c, const upd_stmt *s, const q_matc
     eng_rid *rids = NULL;
     size_t n = 0;
     rid_set moved = {NULL, 0, 0};
+    bool lost;
+    int rc;
     q_coll_lock(db, c, true);
-    int rc = q_scan_collect(db, c, &s->q, m, s->multi ? 0 : 1, &rids, &n, err);
-    for (size_t i = 0; !rc && i < n; i++) {
-        q_update_res res;
-        if (rid_set_has(&moved, rids[i]))
-            continue;
-        rc = q_write_update(db, c, rids[i], m, u, durable, &res, NULL, err);
-        o->n += !rc && res.matched;
-        o->modified += !rc && res.modified;
-        if (res.moved && s->multi)
-            rid_set_add(&moved, res.rid);
-    }
+    do { /* a single update whose document changed under it looks again */
+        lost = false;
+        free(rids);
+        rc = q_scan_collect(db, c, &s->q, m, s->multi ? 0 : 1, &rids, &n, err);
+        for (size_t i = 0; !rc && i < n; i++) {
+            q_update_res res;
+            if (rid_set_has(&moved, rids[i]))
+                continue;
+            rc = q_write_update(db, c, rids[i], m, u, durable, &res, NULL, NULL, err);
+            o->n += !rc && res.matched;
+            o->modified += !rc && res.modified;
+            if (res.moved && s->multi)
+                rid_set_add(&moved, res.rid);
+            lost = !rc && !res.matched && !s->multi;
+        }
+    } while (lost);
     q_coll_unlock(db, c);
     free(rids);
     free(moved.v);
@@ -445,7 +452,7 @@ int q_cmd_update(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err)
         bson_destroy(&o.id);
         if (rc) {
             we_add(&we, i, err);
-            if (cc.ordered || db->failed)
+            if (cc.ordered || Q_LOAD(db->failed))
                 break;
         }
     }
@@ -541,7 +548,7 @@ int q_cmd_delete(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err)
         if (delete_stmt(db, &cc, &q, limit, &n, err) == 0)
             continue;
         we_add(&we, i, err);
-        if (cc.ordered || db->failed)
+        if (cc.ordered || Q_LOAD(db->failed))
             break;
     }
     q_append_number(reply, "n", n);
@@ -673,31 +680,35 @@ static void fam_reply(bson_t *reply, int64_t n, int upd_existing, const bson_t *
     bson_destroy(&projected);
 }
 
-/* Remove or update the target (found under the collection's write lock). */
+/* Remove or update the target (found under the collection's write lock).
+ * When another writer changed the target between the query and the write
+ * (the write finds it gone or no longer matching), the query runs again:
+ * two findAndModify calls never take the same document. */
 static int fam_existing(md_db *db, q_coll *c, const fam_args *a, const q_matcher *m,
                         const q_update *u, const q_proj *proj, bool *found, bson_t *reply,
                         md_error *err)
 {
-    eng_rid rid = ENG_RID_NONE;
     bson_t before = BSON_INITIALIZER, after = BSON_INITIALIZER;
-    const uint8_t *data;
-    uint32_t len;
-    bson_t v;
-    int rc = fam_target(db, c, a, m, &rid, err);
-    *found = !rc && rid != ENG_RID_NONE;
-    if (*found && a->remove) {
-        bool deleted;
-        rc = q_write_delete(db, c, rid, m, a->durable, &deleted, &before, err);
-        if (!rc)
-            fam_reply(reply, deleted, -1, NULL, deleted ? &before : NULL, proj);
-    } else if (*found) {
-        q_update_res res;
-        if (eng_rs_get(c->rs, rid, &data, &len) == 0 && bson_init_static(&v, data, len))
-            bson_concat(&before, &v);
-        rc = q_write_update(db, c, rid, m, u, a->durable, &res, &after, err);
-        if (!rc)
-            fam_reply(reply, res.matched, res.matched, NULL, a->new_ ? &after : &before,
-                      proj);
+    bool done = false;
+    int rc = 0;
+    while (!rc && !done) {
+        eng_rid rid = ENG_RID_NONE;
+        rc = fam_target(db, c, a, m, &rid, err);
+        *found = !rc && rid != ENG_RID_NONE;
+        done = !*found;
+        if (*found && a->remove) {
+            bool deleted;
+            rc = q_write_delete(db, c, rid, m, a->durable, &deleted, &before, err);
+            done = !rc && deleted;
+            if (done)
+                fam_reply(reply, 1, -1, NULL, &before, proj);
+        } else if (*found) {
+            q_update_res res;
+            rc = q_write_update(db, c, rid, m, u, a->durable, &res, &before, &after, err);
+            done = !rc && res.matched;
+            if (done)
+                fam_reply(reply, 1, 1, NULL, a->new_ ? &after : &before, proj);
+        }
     }
     bson_destroy(&before);
     bson_destroy(&after);

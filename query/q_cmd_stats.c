@@ -110,14 +110,17 @@ static void append_metrics(md_db *db, bson_t *reply)
     bson_append_document_end(&sub, &open);
     bson_append_document_end(&metrics, &sub);
     BSON_APPEND_DOCUMENT_BEGIN(&metrics, "document", &sub);
-    BSON_APPEND_INT64(&sub, "deleted", db->m.deleted);
-    BSON_APPEND_INT64(&sub, "inserted", db->m.inserted);
-    BSON_APPEND_INT64(&sub, "returned", db->m.returned);
-    BSON_APPEND_INT64(&sub, "updated", db->m.updated);
+    BSON_APPEND_INT64(&sub, "deleted", Q_LOAD(db->m.deleted));
+    BSON_APPEND_INT64(&sub, "inserted", Q_LOAD(db->m.inserted));
+    BSON_APPEND_INT64(&sub, "returned", Q_LOAD(db->m.returned));
+    BSON_APPEND_INT64(&sub, "updated", Q_LOAD(db->m.updated));
     bson_append_document_end(&metrics, &sub);
     BSON_APPEND_DOCUMENT_BEGIN(&metrics, "queryExecutor", &sub);
-    BSON_APPEND_INT64(&sub, "scanned", db->m.scanned);
-    BSON_APPEND_INT64(&sub, "scannedObjects", db->m.scanned_objects);
+    BSON_APPEND_INT64(&sub, "scanned", Q_LOAD(db->m.scanned));
+    BSON_APPEND_INT64(&sub, "scannedObjects", Q_LOAD(db->m.scanned_objects));
+    bson_append_document_end(&metrics, &sub);
+    BSON_APPEND_DOCUMENT_BEGIN(&metrics, "operation", &sub);
+    BSON_APPEND_INT64(&sub, "writeConflicts", Q_LOAD(db->write_conflicts));
     bson_append_document_end(&metrics, &sub);
     BSON_APPEND_DOCUMENT_BEGIN(&metrics, "record", &sub);
     BSON_APPEND_INT64(&sub, "moves", moves);
@@ -143,8 +146,10 @@ int q_cmd_server_status(md_db *db, const bson_t *cmd, bson_t *reply, md_error *e
     BSON_APPEND_DATE_TIME(reply, "localTime", now);
     BSON_APPEND_DOCUMENT_BEGIN(reply, "storageEngine", &sub);
     BSON_APPEND_UTF8(&sub, "name", db->ops->name);
-    BSON_APPEND_BOOL(&sub, "readOnly", db->failed);
+    BSON_APPEND_BOOL(&sub, "readOnly", Q_LOAD(db->failed));
+    BSON_APPEND_BOOL(&sub, "supportsDocumentLocking", db->ops->concurrent);
     bson_append_document_end(reply, &sub);
+    q_lock_append_status(db, reply);
     append_metrics(db, reply);
     if (db->ops->append_status)
         db->ops->append_status(db->eng, reply);

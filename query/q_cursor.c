@@ -280,7 +280,7 @@ static bool fill_batch(q_cursor *cur, bson_t *arr, int64_t max_docs)
         bytes += out.len;
         bson_destroy(&out);
         cur->returned++;
-        cur->db->m.returned++;
+        Q_COUNT(cur->db->m.returned, 1);
     }
 }
 
@@ -295,6 +295,40 @@ static void reply_batch(q_cursor *cur, bson_t *reply, int64_t max_docs, bool fir
     BSON_APPEND_INT64(&cs, "id", *exhausted ? 0 : cur->id);
     BSON_APPEND_UTF8(&cs, "ns", cur->ns);
     bson_append_document_end(reply, &cs);
+}
+
+/* The registry: a cursor in use by getMore is unlinked, so no other thread
+ * can find, reap or kill it meanwhile (MongoDB pins it). */
+static void cursor_link(md_db *db, q_cursor *cur)
+{
+    pthread_mutex_lock(&db->cur_mu);
+    cur->next = db->cursors;
+    db->cursors = cur;
+    pthread_mutex_unlock(&db->cur_mu);
+}
+
+static q_cursor *cursor_unlink(md_db *db, int64_t id)
+{
+    q_cursor *cur = NULL;
+    pthread_mutex_lock(&db->cur_mu);
+    for (q_cursor **p = &db->cursors; *p; p = &(*p)->next)
+        if ((*p)->id == id) {
+            cur = *p;
+            *p = cur->next;
+            break;
+        }
+    pthread_mutex_unlock(&db->cur_mu);
+    return cur;
+}
+
+/* Free an unlinked cursor under its collection's lock: closing an engine
+ * cursor touches the engine's state for that collection. */
+static void cursor_free_locked(md_db *db, q_cursor *cur)
+{
+    q_coll *c = cur->c;
+    q_coll_lock(db, c, false);
+    cursor_free(cur);
+    q_coll_unlock(db, c);
 }
 
 /* Run the scan to the end into cur->docs and sort them. */
@@ -368,7 +402,9 @@ int q_cursor_find(md_db *db, q_coll *c, const char *ns, const q_find_args *a, bs
         cursor_free(cur);
         return rc;
     }
+    pthread_mutex_lock(&db->cur_mu);
     cur->id = a->single_batch ? 0 : cursor_new_id(db);
+    pthread_mutex_unlock(&db->cur_mu);
     reply_batch(cur, reply, a->batch_size >= 0 ? a->batch_size : Q_DEFAULT_BATCH, true,
                 &exhausted);
     cur->used_ms = q_now_ms();
@@ -381,20 +417,8 @@ int q_cursor_find(md_db *db, q_coll *c, const char *ns, const q_find_args *a, bs
     if (cur->has_scan)
         q_scan_save(&cur->scan);
     q_coll_unlock(db, c);
-    cur->next = db->cursors;
-    db->cursors = cur;
+    cursor_link(db, cur);
     return 0;
-}
-
-static q_cursor *cursor_unlink(md_db *db, int64_t id)
-{
-    for (q_cursor **p = &db->cursors; *p; p = &(*p)->next)
-        if ((*p)->id == id) {
-            q_cursor *cur = *p;
-            *p = cur->next;
-            return cur;
-        }
-    return NULL;
 }
 
 int q_cursor_get_more(md_db *db, int64_t id, const char *ns, int64_t batch_size,
@@ -406,25 +430,24 @@ int q_cursor_get_more(md_db *db, int64_t id, const char *ns, int64_t batch_size,
         return q_err(err, MD_NOTFOUND, MD_CODE_CURSOR_NOT_FOUND,
                      "Cursor not found, cursor id: %lld", (long long)id);
     if (strcmp(cur->ns, ns) != 0) {
-        cur->next = db->cursors;
-        db->cursors = cur;
+        cursor_link(db, cur);
         return q_err(err, MD_EINVAL, Q_CODE_UNAUTHORIZED,
                      "Requested getMore on namespace '%s', but cursor belongs to a "
                      "different namespace %s", ns, cur->ns);
     }
-    q_coll_lock(db, cur->c, false);
+    q_coll *c = cur->c;
+    q_coll_lock(db, c, false);
     if (cur->has_scan && q_scan_restore(&cur->scan) != 0)
         cur->scan.eof = true;
     reply_batch(cur, reply, batch_size > 0 ? batch_size : -1, false, &exhausted);
     if (!exhausted && cur->has_scan)
         q_scan_save(&cur->scan);
-    q_coll_unlock(db, cur->c);
-    if (exhausted) {
+    if (exhausted)
         cursor_free(cur);
-    } else {
+    q_coll_unlock(db, c);
+    if (!exhausted) {
         cur->used_ms = q_now_ms();
-        cur->next = db->cursors;
-        db->cursors = cur;
+        cursor_link(db, cur);
     }
     return 0;
 }
@@ -435,15 +458,24 @@ int q_cursor_get_more(md_db *db, int64_t id, const char *ns, int64_t batch_size,
 void q_cursor_reap(md_db *db, int64_t now_ms)
 {
     int64_t limit = db->cursor_timeout_ms > 0 ? db->cursor_timeout_ms : Q_CURSOR_TIMEOUT_MS;
+    q_cursor *dead = NULL;
+    pthread_mutex_lock(&db->cur_mu);
     q_cursor **p = &db->cursors;
     while (*p) {
         q_cursor *cur = *p;
         if (!cur->no_timeout && now_ms - cur->used_ms > limit) {
             *p = cur->next;
-            cursor_free(cur);
+            cur->next = dead;
+            dead = cur;
         } else {
             p = &cur->next;
         }
+    }
+    pthread_mutex_unlock(&db->cur_mu);
+    while (dead) {
+        q_cursor *cur = dead;
+        dead = cur->next;
+        cursor_free_locked(db, cur);
     }
 }
 
@@ -452,44 +484,48 @@ int q_cursor_kill(md_db *db, int64_t id)
     q_cursor *cur = cursor_unlink(db, id);
     if (!cur)
         return MD_NOTFOUND;
-    cursor_free(cur);
+    cursor_free_locked(db, cur);
     return 0;
 }
 
-void q_cursor_kill_coll(md_db *db, q_coll *c)
+/* Under the exclusive database lock: no getMore runs, no lock is needed but
+ * the registry's. */
+static void kill_where(md_db *db, q_coll *c, q_index *ix)
 {
+    pthread_mutex_lock(&db->cur_mu);
     q_cursor **p = &db->cursors;
     while (*p) {
         q_cursor *cur = *p;
-        if (!c || cur->c == c) {
+        bool kill = ix ? cur->has_scan && cur->scan.kind == Q_SCAN_INDEX && cur->scan.ix == ix
+                       : !c || cur->c == c;
+        if (kill) {
             *p = cur->next;
             cursor_free(cur);
         } else {
             p = &cur->next;
         }
     }
+    pthread_mutex_unlock(&db->cur_mu);
+}
+
+void q_cursor_kill_coll(md_db *db, q_coll *c)
+{
+    kill_where(db, c, NULL);
+}
+
+void q_cursor_kill_index(md_db *db, q_index *ix)
+{
+    kill_where(db, NULL, ix);
 }
 
 int64_t q_cursor_count(md_db *db)
 {
     int64_t n = 0;
+    pthread_mutex_lock(&db->cur_mu);
     for (q_cursor *c = db->cursors; c; c = c->next)
         n++;
+    pthread_mutex_unlock(&db->cur_mu);
     return n;
-}
-
-void q_cursor_kill_index(md_db *db, q_index *ix)
-{
-    q_cursor **p = &db->cursors;
-    while (*p) {
-        q_cursor *cur = *p;
-        if (cur->has_scan && cur->scan.kind == Q_SCAN_INDEX && cur->scan.ix == ix) {
-            *p = cur->next;
-            cursor_free(cur);
-        } else {
-            p = &cur->next;
-        }
-    }
 }
 
 void q_cursor_reply_array(bson_t *reply, const char *ns, bson_t **docs, size_t n)

@@ -107,7 +107,7 @@ static bson_t *scan_stages(const q_plan *p, const bson_t *pq, const xstats *st, 
     } else {
         BSON_APPEND_DOCUMENT(&x, "keyPattern", &p->ix->key);
         BSON_APPEND_UTF8(&x, "indexName", p->ix->name);
-        BSON_APPEND_BOOL(&x, "isMultiKey", p->ix->multikey);
+        BSON_APPEND_BOOL(&x, "isMultiKey", Q_MULTIKEY(p->ix));
         BSON_APPEND_BOOL(&x, "isUnique", p->ix->unique);
         BSON_APPEND_BOOL(&x, "isSparse", p->ix->sparse);
         BSON_APPEND_BOOL(&x, "isPartial", p->ix->partial != NULL);

@@ -50,7 +50,11 @@ typedef struct q_index {
     char ident[ENG_IDENT_MAX];
     bson_t key;  /* key pattern, owned */
     bson_t spec; /* {v, key, name, ns, unique?, sparse?}, owned */
-    bool unique, sparse, multikey;
+    bool unique, sparse;
+    /* multikey: read and set with Q_MULTIKEY / q_multikey_set (threads see
+     * it change); it turns true before the transaction that needs it
+     * commits, and stays true.  multikey_saved: the catalog says so. */
+    bool multikey, multikey_saved;
     int64_t expire_secs; /* TTL: expireAfterSeconds; -1 when not a TTL index */
     bool hashed;         /* {f: "hashed"}: one key, the hash of f's value */
     q_matcher *partial;  /* partialFilterExpression, owned; NULL: none */
@@ -65,7 +69,8 @@ typedef struct q_coll {
     eng_rs *rs;
     q_index **idx;  /* idx[0] is always _id_ */
     size_t nidx;
-    pthread_rwlock_t lock;
+    pthread_rwlock_t lock; /* the collection lock (q_lock.c) */
+    pthread_mutex_t plan_mu; /* guards plan_cache */
     struct q_plan_cache_ent *plan_cache; /* q_plan.c: choices per query shape */
     struct q_coll *next;
 } q_coll;
@@ -76,6 +81,18 @@ typedef struct q_metrics {
 } q_metrics;
 
 struct q_cursor;
+
+/* Lock statistics of one level, by MongoDB's mode letters: r and w are the
+ * intent modes (IS, IX), R and W shared and exclusive. */
+enum { Q_MODE_IS, Q_MODE_IX, Q_MODE_S, Q_MODE_X, Q_NMODES };
+typedef struct q_lockstat {
+    int64_t acquire[Q_NMODES];
+    int64_t waits[Q_NMODES];
+    int64_t wait_us[Q_NMODES];
+} q_lockstat;
+
+/* What a data lock covers (lockGranularity). */
+enum { Q_GRAN_DOCUMENT, Q_GRAN_COLLECTION, Q_GRAN_DATABASE };
 
 struct md_db {
     const eng_ops *ops;
@@ -91,7 +108,49 @@ struct md_db {
     int64_t start_ms;
     int64_t ttl_sleep_ms; /* the TTL monitor's period (ttlMonitorSleepSecs) */
     int64_t ttl_last_ms;  /* its last pass */
+    /* q_lock.c */
+    pthread_rwlock_t db_lock;   /* every command: S, or X for catalog changes */
+    pthread_rwlock_t data_lock; /* lockGranularity "database": the data lock */
+    pthread_mutex_t txn_mu;     /* engines that are not concurrent: one write
+                                   transaction at a time */
+    pthread_mutex_t cur_mu;     /* guards cursors and cursor_seed */
+    pthread_mutex_t fail_mu;    /* guards fail_err while failed is set */
+    int gran;                   /* Q_GRAN_* */
+    q_lockstat st_db, st_coll;  /* Database and Collection levels */
+    int64_t write_conflicts;    /* each one retried (q_write.c) */
 };
+
+/* ---- locks (q_lock.c) ----------------------------------------------------- */
+/* Relaxed atomic counters, for statistics shared by threads. */
+#define Q_COUNT(x, n) __atomic_fetch_add(&(x), (n), __ATOMIC_RELAXED)
+#define Q_LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define Q_MULTIKEY(ix) __atomic_load_n(&(ix)->multikey, __ATOMIC_RELAXED)
+#define Q_SET(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+int q_lock_init(md_db *db, const bson_t *opts, md_error *err);
+/* A writer-preferring rwlock. */
+void q_rwlock_init(pthread_rwlock_t *l);
+void q_lock_destroy(md_db *db);
+/* The database lock, held by md_db_command around every command: mode
+ * Q_MODE_IS (reads) and Q_MODE_IX (writes) share it, Q_MODE_X excludes. */
+void q_db_lock(md_db *db, int mode);
+void q_db_unlock(md_db *db);
+/* Does the calling thread hold the database lock exclusively? */
+bool q_db_locked_x(const md_db *db);
+/* Write transactions: begin waits for txn_mu on engines that are not
+ * concurrent; end (after commit or abort) releases it. */
+int q_txn_begin(md_db *db, eng_txn **t);
+void q_txn_end(md_db *db);
+/* After MD_EWRITECONFLICT: count it and back off before the retry. */
+void q_write_conflict(md_db *db, int attempt);
+/* Long operations call this every document: every 128 documents or 10 ms
+ * it releases the calling thread's data lock and takes it again, as
+ * MongoDB's yield policy does (only on engines with data locks, never
+ * inside a transaction).  true when it yielded: the caller must have saved
+ * its cursors (q_scan does this). */
+bool q_lock_should_yield(md_db *db, int *since, int64_t *last_ms);
+void q_lock_yield(md_db *db);
+void q_lock_append_status(md_db *db, bson_t *status);
+const char *q_gran_name(int gran);
 
 int q_catalog_load(md_db *db, md_error *err);
 void q_catalog_unload(md_db *db);
@@ -124,7 +183,9 @@ void q_index_hash_key(const uint8_t *enc, size_t len, q_buf *out);
 q_index *q_index_new(const bson_t *spec, const char *ident);
 void q_index_free(q_index *ix);
 void q_coll_stats(q_coll *c, eng_rs_stats *st);
-/* Collection locks: no-ops unless the engine asks for them. */
+/* The data lock of c (q_lock.c): c's collection lock, the database's data
+ * lock, or only an intent (document-level engines), by lockGranularity.
+ * Reentrant within a thread. */
 void q_coll_lock(md_db *db, q_coll *c, bool write);
 void q_coll_unlock(md_db *db, q_coll *c);
 
@@ -146,10 +207,13 @@ typedef struct q_update_res {
     bool matched, modified, moved;
     eng_rid rid; /* the record's RecordId afterwards */
 } q_update_res;
-/* Update record `rid` if it (still) matches m (NULL: no re-check). */
+/* Update record `rid` if it (still) matches m (NULL: no re-check); the
+ * document as it was and as it became are appended to before and after
+ * (initialized documents, or NULL).  res->matched false: it is gone or no
+ * longer matches (another writer got there first). */
 int q_write_update(md_db *db, q_coll *c, eng_rid rid, const q_matcher *m,
-                   const q_update *u, bool durable, q_update_res *res, bson_t *after,
-                   md_error *err);
+                   const q_update *u, bool durable, q_update_res *res, bson_t *before,
+                   bson_t *after, md_error *err);
 /* Delete record rid if it (still) matches m; *deleted says whether it did. */
 int q_write_delete(md_db *db, q_coll *c, eng_rid rid, const q_matcher *m, bool durable,
                    bool *deleted, bson_t *before, md_error *err);
@@ -197,7 +261,8 @@ bool q_plan_covers(const q_plan *p, const bson_t *filter, const bson_t *proj);
  * NULL; put copies shape.
  */
 void q_plan_shape(const bson_t *filter, const bson_t *sort, const bson_t *proj, q_buf *out);
-const char *q_plan_cache_get(q_coll *c, const q_buf *shape);
+/* The cached index name for shape into name (ENG_IDENT_MAX bytes): false if none. */
+bool q_plan_cache_get(q_coll *c, const q_buf *shape, char *name);
 void q_plan_cache_put(q_coll *c, const q_buf *shape, const bson_t *filter, const bson_t *sort,
                       const bson_t *proj, const char *index);
 void q_plan_cache_clear(q_coll *c);
@@ -227,6 +292,8 @@ typedef struct q_scan {
     q_buf last_key;     /* the entry an index scan returned last */
     eng_rid last;
     bool started, restored, eof;
+    int since_yield;        /* q_lock_should_yield() state */
+    int64_t yield_ms;
     q_ridset seen;      /* rids an index scan returned (dedup) */
     bson_t kdoc;        /* a covered scan's document, decoded from the key */
     int64_t keys, docs, advanced; /* keys / documents examined, returned */

@@ -580,7 +580,7 @@ static void index_bounds(const q_index *ix, const bson_t *filter, q_plan *p, boo
     for (size_t i = 0; i < nf; i++) {
         oil o;
         oil_init(&o, true);
-        oil_field(&o, filter, f[i].name, ix->multikey);
+        oil_field(&o, filter, f[i].name, Q_MULTIKEY(ix));
         if (o.all || o.n == 0 || cur.n * o.n > Q_PLAN_MAX_IVALS) {
             oil_cleanup(&o);
             break;
@@ -618,7 +618,7 @@ static int sort_direction(const q_index *ix, const bson_t *sort, uint32_t eqmask
     int dir = 0;
     if (!sort || bson_empty(sort))
         return 1;
-    if (ix->multikey || ix->hashed || nf == 0 || !bson_iter_init(&it, sort))
+    if (Q_MULTIKEY(ix) || ix->hashed || nf == 0 || !bson_iter_init(&it, sort))
         return 0;
     while (bson_iter_next(&it)) {
         const char *name = bson_iter_key(&it);
@@ -716,7 +716,7 @@ static void render_bounds(q_plan *p, const bson_t *filter)
         oil o;
         oil_init(&o, true);
         if (i < p->nused)
-            oil_field(&o, filter, f[i].name, p->ix->multikey);
+            oil_field(&o, filter, f[i].name, Q_MULTIKEY(p->ix));
         q_sort(o.v, o.n, sizeof *o.v, ival_cmp);
         bson_append_array_begin(p->bounds, f[i].name, -1, &arr);
         for (size_t j = 0; j < o.n; j++) {
@@ -982,7 +982,7 @@ bool q_plan_covers(const q_plan *p, const bson_t *filter, const bson_t *proj)
     kfield f[32];
     bson_iter_t it;
     bool id_out = false, any = false;
-    if (!p->ix || p->idhack || p->ix->multikey || p->ix->hashed || !proj || !bson_iter_init(&it, proj))
+    if (!p->ix || p->idhack || Q_MULTIKEY(p->ix) || p->ix->hashed || !proj || !bson_iter_init(&it, proj))
         return false;
     size_t nf = key_fields(&p->ix->key, f);
     while (bson_iter_next(&it)) {

@@ -70,12 +70,30 @@ void q_plan_shape(const bson_t *filter, const bson_t *sort, const bson_t *proj, 
     }
 }
 
-const char *q_plan_cache_get(q_coll *c, const q_buf *shape)
+bool q_plan_cache_get(q_coll *c, const q_buf *shape, char *name)
 {
-    for (q_plan_cache_ent *e = c->plan_cache; e; e = e->next)
-        if (e->shape_len == shape->len && memcmp(e->shape, shape->data, shape->len) == 0)
-            return e->index;
-    return NULL;
+    bool found = false;
+    pthread_mutex_lock(&c->plan_mu);
+    for (q_plan_cache_ent *e = c->plan_cache; e && !found; e = e->next)
+        if (e->shape_len == shape->len && memcmp(e->shape, shape->data, shape->len) == 0) {
+            snprintf(name, ENG_IDENT_MAX, "%s", e->index);
+            found = true;
+        }
+    pthread_mutex_unlock(&c->plan_mu);
+    return found;
+}
+
+static void cache_clear(q_coll *c)
+{
+    while (c->plan_cache) {
+        q_plan_cache_ent *e = c->plan_cache;
+        c->plan_cache = e->next;
+        free(e->shape);
+        bson_destroy(e->query);
+        bson_destroy(e->sort);
+        bson_destroy(e->proj);
+        free(e);
+    }
 }
 
 static bson_t *copy_or_empty(const bson_t *b)
@@ -87,10 +105,6 @@ void q_plan_cache_put(q_coll *c, const q_buf *shape, const bson_t *filter, const
                       const bson_t *proj, const char *index)
 {
     size_t n = 0;
-    for (q_plan_cache_ent *e = c->plan_cache; e; e = e->next)
-        n++;
-    if (n >= Q_PLAN_CACHE_MAX)
-        q_plan_cache_clear(c);
     q_plan_cache_ent *e = calloc(1, sizeof *e);
     if (!e || !(e->shape = malloc(shape->len ? shape->len : 1))) {
         free(e);
@@ -102,21 +116,23 @@ void q_plan_cache_put(q_coll *c, const q_buf *shape, const bson_t *filter, const
     e->query = copy_or_empty(filter);
     e->sort = copy_or_empty(sort);
     e->proj = copy_or_empty(proj);
+    pthread_mutex_lock(&c->plan_mu);
+    for (q_plan_cache_ent *o = c->plan_cache; o; o = o->next)
+        n++;
+    if (n >= Q_PLAN_CACHE_MAX)
+        cache_clear(c);
     e->next = c->plan_cache;
     c->plan_cache = e;
+    pthread_mutex_unlock(&c->plan_mu);
 }
 
 void q_plan_cache_clear(q_coll *c)
 {
-    while (c && c->plan_cache) {
-        q_plan_cache_ent *e = c->plan_cache;
-        c->plan_cache = e->next;
-        free(e->shape);
-        bson_destroy(e->query);
-        bson_destroy(e->sort);
-        bson_destroy(e->proj);
-        free(e);
-    }
+    if (!c)
+        return;
+    pthread_mutex_lock(&c->plan_mu);
+    cache_clear(c);
+    pthread_mutex_unlock(&c->plan_mu);
 }
 
 int q_cmd_plan_cache_list(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err)
@@ -130,6 +146,8 @@ int q_cmd_plan_cache_list(md_db *db, const bson_t *cmd, bson_t *reply, md_error 
     q_coll *c = q_coll_find(db, name);
     BSON_APPEND_ARRAY_BEGIN(reply, "shapes", &arr);
     size_t i = 0;
+    if (c)
+        pthread_mutex_lock(&c->plan_mu);
     for (q_plan_cache_ent *e = c ? c->plan_cache : NULL; e; e = e->next, i++) {
         snprintf(k, sizeof k, "%zu", i);
         bson_append_document_begin(&arr, k, -1, &one);
@@ -139,6 +157,8 @@ int q_cmd_plan_cache_list(md_db *db, const bson_t *cmd, bson_t *reply, md_error 
         BSON_APPEND_UTF8(&one, "indexName", e->index[0] ? e->index : "$natural");
         bson_append_document_end(&arr, &one);
     }
+    if (c)
+        pthread_mutex_unlock(&c->plan_mu);
     bson_append_array_end(reply, &arr);
     return 0;
 }

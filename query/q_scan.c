@@ -174,16 +174,31 @@ static bool index_step(q_scan *s, eng_rid *rid)
     }
 }
 
+/* Let writers waiting for the data lock in (q_lock.c); the scan ends if
+ * its cursor cannot be restored afterwards. */
+static void maybe_yield(q_scan *s)
+{
+    if (!q_lock_should_yield(s->db, &s->since_yield, &s->yield_ms))
+        return;
+    q_scan_save(s);
+    q_lock_yield(s->db);
+    if (q_scan_restore(s) != 0)
+        s->eof = true;
+}
+
 static int scan_next_index(q_scan *s, eng_rid *rid, bson_t *doc)
 {
     const uint8_t *data;
     uint32_t len;
     while (!s->eof) {
+        maybe_yield(s);
+        if (s->eof)
+            break;
         if (!index_step(s, rid)) {
             s->eof = true;
             break;
         }
-        s->db->m.scanned++;
+        Q_COUNT(s->db->m.scanned, 1);
         if (!ridset_add(&s->seen, *rid))
             continue;
         if (s->plan.covered) {
@@ -195,7 +210,7 @@ static int scan_next_index(q_scan *s, eng_rid *rid, bson_t *doc)
         }
         if (eng_rs_get(s->c->rs, *rid, &data, &len) != 0 || !bson_init_static(doc, data, len))
             continue; /* a stale entry: validate reports it */
-        s->db->m.scanned_objects++;
+        Q_COUNT(s->db->m.scanned_objects, 1);
         s->docs++;
         if (!s->m || q_matcher_matches(s->m, doc))
             return s->advanced++, 0;
@@ -208,11 +223,12 @@ static int scan_next_coll(q_scan *s, eng_rid *rid, bson_t *doc)
     const uint8_t *data;
     uint32_t len;
     while (!s->eof) {
-        if (eng_rs_cursor_next(s->rc, rid, &data, &len) != 0) {
+        maybe_yield(s);
+        if (s->eof || eng_rs_cursor_next(s->rc, rid, &data, &len) != 0) {
             s->eof = true;
             break;
         }
-        s->db->m.scanned_objects++;
+        Q_COUNT(s->db->m.scanned_objects, 1);
         s->docs++;
         if (!bson_init_static(doc, data, len))
             continue;
@@ -301,7 +317,8 @@ static size_t choose_cached(md_db *db, q_coll *c, const bson_t *filter, const q_
     size_t win = n;
     q_buf_init(&shape);
     q_plan_shape(filter, o->sort, o->proj, &shape);
-    const char *name = o->explain ? NULL : q_plan_cache_get(c, &shape);
+    char cached[ENG_IDENT_MAX];
+    const char *name = !o->explain && q_plan_cache_get(c, &shape, cached) ? cached : NULL;
     for (size_t i = 0; name && i < n && win == n; i++)
         if (v[i].ix ? strcmp(v[i].ix->name, name) == 0 : name[0] == 0)
             win = i;

@@ -18,7 +18,7 @@
 
 int q_write_allowed(md_db *db, md_error *err)
 {
-    if (!db->failed)
+    if (!__atomic_load_n(&db->failed, __ATOMIC_ACQUIRE))
         return 0;
     return q_err(err, MD_EREADONLY, MD_CODE_ILLEGAL_OPERATION,
                  "this database handle refuses writes after a failed write (%s); "
@@ -29,13 +29,19 @@ int q_write_allowed(md_db *db, md_error *err)
 int q_write_failed(md_db *db, int rc, md_error *err)
 {
     bool fatal = rc == MD_EIO || rc == MD_ECORRUPT || rc == MD_ENOSPC;
-    if (fatal && !db->failed) {
-        db->failed = true;
+    if (!fatal)
+        return rc;
+    /* fail_err is written once, before failed turns true (readers load
+     * failed with acquire before they read fail_err) */
+    pthread_mutex_lock(&db->fail_mu);
+    if (!db->failed) {
         if (err && err->message[0])
             db->fail_err = *err;
         else
             md_error_set(&db->fail_err, rc, eng_rc_to_code(rc), "%s", md_strerror(rc));
+        __atomic_store_n(&db->failed, true, __ATOMIC_RELEASE);
     }
+    pthread_mutex_unlock(&db->fail_mu);
     return rc;
 }
 
@@ -178,36 +184,50 @@ static int keys_remove(eng_txn *t, q_index *ix, const q_keyset *ks, const q_keys
     return 0;
 }
 
-/* Flip multikey flags the new keys call for; rewrite the catalog entry if any
- * flipped.  flipped[] (nidx entries) lets the caller undo on abort. */
+/*
+ * Multikey flags the new keys call for.  The in-memory flag turns true at
+ * once (planners in other threads must stop trusting the index's bounds
+ * before the keys land) and stays true; the catalog entry is rewritten in
+ * this transaction unless it already says so.  flipped[] (nidx entries)
+ * names the indexes whose catalog flag this transaction sets.
+ */
 static int multikey_note(md_db *db, eng_txn *t, q_coll *c, const q_keyset *ks, bool *flipped,
                          md_error *err)
 {
     bool any = false;
     for (size_t i = 0; i < c->nidx; i++) {
-        flipped[i] = ks[i].multikey && !c->idx[i]->multikey;
+        q_index *ix = c->idx[i];
+        flipped[i] = ks[i].multikey && !__atomic_load_n(&ix->multikey_saved, __ATOMIC_ACQUIRE);
         if (flipped[i]) {
-            c->idx[i]->multikey = true;
+            Q_SET(ix->multikey, true);
             any = true;
         }
     }
     return any ? q_catalog_put(db, t, c, err) : 0;
 }
 
-static void multikey_undo(q_coll *c, const bool *flipped)
+/* After commit (ok) or abort.  An engine that runs one transaction at a
+ * time may put a flag back after an abort: no other writer can have relied
+ * on it. */
+static void multikey_done(md_db *db, q_coll *c, const bool *flipped, bool ok)
 {
-    for (size_t i = 0; i < c->nidx; i++)
-        if (flipped[i])
-            c->idx[i]->multikey = false;
+    for (size_t i = 0; flipped && i < c->nidx; i++) {
+        if (!flipped[i])
+            continue;
+        if (ok)
+            __atomic_store_n(&c->idx[i]->multikey_saved, true, __ATOMIC_RELEASE);
+        else if (!db->ops->concurrent)
+            Q_SET(c->idx[i]->multikey, false);
+    }
 }
 
-/* Abort t (if any), undo multikey flips, mark the handle failed if needed. */
+/* Abort t, end it, settle multikey flags, mark the handle failed if needed. */
 static int write_abort(md_db *db, eng_txn *t, q_coll *c, const bool *flipped, int rc,
                        md_error *err)
 {
     eng_txn_abort(t);
-    if (flipped)
-        multikey_undo(c, flipped);
+    q_txn_end(db);
+    multikey_done(db, c, flipped, false);
     return q_write_failed(db, rc, err);
 }
 
@@ -215,48 +235,71 @@ static int write_commit(md_db *db, eng_txn *t, q_coll *c, const bool *flipped, b
                         md_error *err)
 {
     int rc = eng_txn_commit(t, durable, err);
+    q_txn_end(db);
+    multikey_done(db, c, flipped, rc == 0);
     if (rc) {
-        if (flipped)
-            multikey_undo(c, flipped);
         q_err_engine(err, rc, "committing");
         return q_write_failed(db, rc, err);
     }
     return 0;
 }
 
+static int write_begin(md_db *db, eng_txn **t, md_error *err)
+{
+    int rc = q_txn_begin(db, t);
+    return rc ? q_err_engine(err, rc, "starting a transaction") : 0;
+}
+
+/*
+ * Each write below is an attempt in one transaction, run again until it
+ * does not end in a write conflict, as MongoDB's writeConflictRetry: the
+ * attempt has aborted its transaction, so trying again from the start (a
+ * new snapshot, the document read again) is all there is to it.  Only
+ * concurrent engines ever conflict.
+ */
+
 /* ---- insert ---------------------------------------------------------------------- */
+
+static int insert_attempt(md_db *db, q_coll *c, const bson_t *doc, q_keyset *ks,
+                          bool durable, eng_rid *rid, md_error *err)
+{
+    bool flipped[Q_INDEXES_MAX] = {false};
+    eng_txn *t = NULL;
+    int rc = write_begin(db, &t, err);
+    if (rc)
+        return rc;
+    rc = eng_rs_insert(c->rs, t, bson_get_data(doc), doc->len, rid, err);
+    if (rc)
+        q_err_engine(err, rc, "inserting a record");
+    for (size_t i = 0; !rc && i < c->nidx; i++)
+        rc = keys_insert(t, c, c->idx[i], &ks[i], NULL, doc, *rid, err);
+    if (!rc)
+        rc = multikey_note(db, t, c, ks, flipped, err);
+    if (rc)
+        return write_abort(db, t, c, flipped, rc, err);
+    return write_commit(db, t, c, flipped, durable, err);
+}
 
 int q_write_insert(md_db *db, q_coll *c, const bson_t *doc, bool durable, eng_rid *rid_out,
                    md_error *err)
 {
-    bool flipped[Q_INDEXES_MAX] = {false};
     q_keyset *ks = NULL;
-    eng_txn *t = NULL;
     eng_rid rid = ENG_RID_NONE;
     int rc = q_write_allowed(db, err);
     if (rc || (rc = keys_compute(c, doc, &ks, err)) != 0)
         return rc;
-    if ((rc = eng_txn_begin(db->eng, &t)) != 0) {
-        q_err_engine(err, rc, "starting a transaction");
-        goto out_keys;
+    for (int attempt = 0;; attempt++) {
+        rc = insert_attempt(db, c, doc, ks, durable, &rid, err);
+        if (rc != MD_EWRITECONFLICT)
+            break;
+        md_error_clear(err);
+        q_write_conflict(db, attempt);
     }
-    rc = eng_rs_insert(c->rs, t, bson_get_data(doc), doc->len, &rid, err);
-    if (rc)
-        q_err_engine(err, rc, "inserting a record");
-    for (size_t i = 0; !rc && i < c->nidx; i++)
-        rc = keys_insert(t, c, c->idx[i], &ks[i], NULL, doc, rid, err);
-    if (!rc)
-        rc = multikey_note(db, t, c, ks, flipped, err);
-    if (rc)
-        write_abort(db, t, c, flipped, rc, err);
-    else
-        rc = write_commit(db, t, c, flipped, durable, err);
     if (!rc) {
-        db->m.inserted++;
+        Q_COUNT(db->m.inserted, 1);
         if (rid_out)
             *rid_out = rid;
     }
-out_keys:
     keys_free(c, ks);
     return rc;
 }
@@ -305,6 +348,15 @@ typedef struct upd_state {
     uint32_t old_len;
 } upd_state;
 
+static void upd_state_cleanup(q_coll *c, upd_state *s)
+{
+    keys_free(c, s->oldk);
+    keys_free(c, s->newk);
+    q_damages_cleanup(&s->dmg);
+    bson_destroy(&s->nd);
+    memset(s, 0, sizeof *s);
+}
+
 /* Everything an update needs from the old document, computed while its
  * view is still valid.  0 with changed=false: nothing to write. */
 static int update_prepare(q_coll *c, const bson_t *old, const q_update *u, const char *pos,
@@ -325,17 +377,13 @@ static int update_prepare(q_coll *c, const bson_t *old, const q_update *u, const
     return rc;
 }
 
-static int update_write(md_db *db, q_coll *c, eng_rid rid, upd_state *s, bool durable,
-                        q_update_res *res, md_error *err)
+static int update_write(md_db *db, eng_txn *t, q_coll *c, eng_rid rid, upd_state *s,
+                        bool durable, q_update_res *res, md_error *err)
 {
     bool flipped[Q_INDEXES_MAX] = {false};
-    eng_txn *t = NULL;
     eng_rid nrid;
     bool moved;
-    int rc = eng_txn_begin(db->eng, &t);
-    if (rc)
-        return q_err_engine(err, rc, "starting a transaction");
-    rc = store_update(t, c, rid, &s->nd, s->old_len, &s->dmg, &nrid, &moved, err);
+    int rc = store_update(t, c, rid, &s->nd, s->old_len, &s->dmg, &nrid, &moved, err);
     if (!rc)
         rc = update_indexes(db, t, c, s->oldk, s->newk, &s->nd, rid, nrid, moved, err);
     if (!rc)
@@ -344,106 +392,159 @@ static int update_write(md_db *db, q_coll *c, eng_rid rid, upd_state *s, bool du
         return write_abort(db, t, c, flipped, rc, err);
     if ((rc = write_commit(db, t, c, flipped, durable, err)) != 0)
         return rc;
-    db->m.updated++;
     res->modified = true;
     res->moved = moved;
     res->rid = nrid;
     return 0;
 }
 
+/* Read record rid inside transaction t: 0 with *found false when it is gone. */
+static int read_record(q_coll *c, eng_rid rid, bson_t *doc, bool *found, md_error *err)
+{
+    const uint8_t *data;
+    uint32_t len;
+    int rc = eng_rs_get(c->rs, rid, &data, &len);
+    *found = rc == 0;
+    if (rc == MD_NOTFOUND)
+        return 0;
+    if (rc || !bson_init_static(doc, data, len))
+        return ENG_CORRUPT(err, "record %lld of %s is not a BSON document", (long long)rid,
+                           c->ns);
+    return 0;
+}
+
 /*
- * Order of work:
+ * One attempt, all inside one transaction so that the document read is the
+ * one the write replaces (a concurrent engine's snapshot; a write conflict
+ * if another transaction got there first):
  *
- *   get view -> match? -> q_update_apply -> old keys, new keys (all indexes)
- *     -> begin -> same size && damages? rs_update_damages : rs_update
+ *   begin -> get -> match? -> q_update_apply -> old keys, new keys
+ *     -> same size && damages? rs_update_damages : rs_update
  *        -> moved?  every index: remove old keys @old rid, insert new @new rid
  *           else    per index: remove keys that went away, insert new ones
  *                   (an index whose keys did not change is not touched)
  *     -> multikey flags flipped? catalog entry rewritten -> commit
  */
-int q_write_update(md_db *db, q_coll *c, eng_rid rid, const q_matcher *m, const q_update *u,
-                   bool durable, q_update_res *res, bson_t *after, md_error *err)
+static int update_attempt(md_db *db, q_coll *c, eng_rid rid, const q_matcher *m,
+                          const q_update *u, bool durable, q_update_res *res, bson_t *before,
+                          bson_t *after, md_error *err)
 {
-    const uint8_t *data;
-    uint32_t len;
     bson_t old;
-    bool changed = false;
+    bool found, changed = false;
     char pos[64] = "";
     upd_state s = {.oldk = NULL, .newk = NULL};
+    eng_txn *t = NULL;
     memset(res, 0, sizeof *res);
     res->rid = rid;
-    int rc = q_write_allowed(db, err);
+    int rc = write_begin(db, &t, err);
     if (rc)
         return rc;
-    rc = eng_rs_get(c->rs, rid, &data, &len);
-    if (rc == MD_NOTFOUND)
-        return 0;
-    if (rc || !bson_init_static(&old, data, len))
-        return ENG_CORRUPT(err, "record %lld of %s is not a BSON document", (long long)rid,
-                           c->ns);
-    if (m && !q_matcher_matches_pos(m, &old, pos, sizeof pos))
-        return 0;
-    res->matched = true;
     q_damages_init(&s.dmg);
-    rc = update_prepare(c, &old, u, pos, &s, &changed, err);
-    if (!rc && after)
-        bson_copy_to(changed ? &s.nd : &old, after);
-    if (!rc && changed)
-        rc = update_write(db, c, rid, &s, durable, res, err);
-    if (rc && after)
-        bson_reinit(after);
-    keys_free(c, s.oldk);
-    keys_free(c, s.newk);
-    q_damages_cleanup(&s.dmg);
-    bson_destroy(&s.nd);
+    bson_init(&s.nd);
+    rc = read_record(c, rid, &old, &found, err);
+    if (!rc && found && (!m || q_matcher_matches_pos(m, &old, pos, sizeof pos))) {
+        res->matched = true;
+        rc = update_prepare(c, &old, u, pos, &s, &changed, err);
+        if (!rc && before)
+            bson_concat(before, &old);
+        if (!rc && after)
+            bson_concat(after, changed ? &s.nd : &old);
+    }
+    if (!rc && changed) {
+        rc = update_write(db, t, c, rid, &s, durable, res, err);
+    } else {
+        eng_txn_abort(t); /* nothing written: a read-only transaction */
+        q_txn_end(db);
+    }
+    upd_state_cleanup(c, &s);
+    return rc;
+}
+
+int q_write_update(md_db *db, q_coll *c, eng_rid rid, const q_matcher *m, const q_update *u,
+                   bool durable, q_update_res *res, bson_t *before, bson_t *after,
+                   md_error *err)
+{
+    int rc = q_write_allowed(db, err);
+    memset(res, 0, sizeof *res);
+    res->rid = rid;
+    if (rc)
+        return rc;
+    for (int attempt = 0;; attempt++) {
+        if (before)
+            bson_reinit(before);
+        if (after)
+            bson_reinit(after);
+        rc = update_attempt(db, c, rid, m, u, durable, res, before, after, err);
+        if (rc != MD_EWRITECONFLICT)
+            break;
+        md_error_clear(err);
+        q_write_conflict(db, attempt);
+    }
+    if (rc) {
+        if (before)
+            bson_reinit(before);
+        if (after)
+            bson_reinit(after);
+    } else if (res->modified) {
+        Q_COUNT(db->m.updated, 1);
+    }
     return rc;
 }
 
 /* ---- delete ---------------------------------------------------------------------- */
 
-int q_write_delete(md_db *db, q_coll *c, eng_rid rid, const q_matcher *m, bool durable,
-                   bool *deleted, bson_t *before, md_error *err)
+static int delete_attempt(md_db *db, q_coll *c, eng_rid rid, const q_matcher *m, bool durable,
+                          bool *deleted, bson_t *before, md_error *err)
 {
-    const uint8_t *data;
-    uint32_t len;
     bson_t doc;
+    bool found;
     q_keyset *ks = NULL;
     eng_txn *t = NULL;
     *deleted = false;
-    int rc = q_write_allowed(db, err);
+    int rc = write_begin(db, &t, err);
     if (rc)
         return rc;
-    if ((rc = eng_rs_get(c->rs, rid, &data, &len)) == MD_NOTFOUND)
-        return 0;
-    if (rc || !bson_init_static(&doc, data, len))
-        return ENG_CORRUPT(err, "record %lld of %s is not a BSON document", (long long)rid,
-                           c->ns);
-    if (m && !q_matcher_matches(m, &doc))
-        return 0;
-    if ((rc = keys_compute(c, &doc, &ks, err)) != 0)
+    rc = read_record(c, rid, &doc, &found, err);
+    if (rc || !found || (m && !q_matcher_matches(m, &doc))) {
+        eng_txn_abort(t);
+        q_txn_end(db);
         return rc;
-    if (before)
-        bson_copy_to(&doc, before);
-    if ((rc = eng_txn_begin(db->eng, &t)) != 0) {
-        q_err_engine(err, rc, "starting a transaction");
-        goto out_keys;
     }
+    if (before)
+        bson_concat(before, &doc);
+    rc = keys_compute(c, &doc, &ks, err);
     for (size_t i = 0; !rc && i < c->nidx; i++)
         rc = keys_remove(t, c->idx[i], &ks[i], NULL, rid, err);
     if (!rc && (rc = eng_rs_remove(c->rs, t, rid)) != 0)
         q_err_engine(err, rc, "removing a record");
+    keys_free(c, ks);
     if (rc)
-        write_abort(db, t, c, NULL, rc, err);
-    else
-        rc = write_commit(db, t, c, NULL, durable, err);
-    if (!rc) {
-        db->m.deleted++;
+        return write_abort(db, t, c, NULL, rc, err);
+    if ((rc = write_commit(db, t, c, NULL, durable, err)) == 0)
         *deleted = true;
+    return rc;
+}
+
+int q_write_delete(md_db *db, q_coll *c, eng_rid rid, const q_matcher *m, bool durable,
+                   bool *deleted, bson_t *before, md_error *err)
+{
+    *deleted = false;
+    int rc = q_write_allowed(db, err);
+    if (rc)
+        return rc;
+    for (int attempt = 0;; attempt++) {
+        if (before)
+            bson_reinit(before);
+        rc = delete_attempt(db, c, rid, m, durable, deleted, before, err);
+        if (rc != MD_EWRITECONFLICT)
+            break;
+        md_error_clear(err);
+        q_write_conflict(db, attempt);
     }
-out_keys:
     if (rc && before)
         bson_reinit(before);
-    keys_free(c, ks);
+    if (!rc && *deleted)
+        Q_COUNT(db->m.deleted, 1);
     return rc;
 }
 
@@ -458,7 +559,7 @@ int q_index_add_doc(md_db *db, eng_txn *t, q_coll *c, q_index *ix, const bson_t 
     if (!rc)
         rc = keys_insert(t, c, ix, &ks, NULL, doc, rid, err);
     if (!rc && ks.multikey && !ix->multikey) {
-        ix->multikey = true;
+        ix->multikey = ix->multikey_saved = true; /* under the exclusive lock */
         *multikey_changed = true;
     }
     q_keyset_cleanup(&ks);
