@@ -27,8 +27,31 @@
  *     cursor are borrowed and stay valid until the next md_cursor_next() or
  *     md_cursor_destroy() on that cursor.
  *
- * Thread safety: in this version one md_db may be used by one thread at a
- * time.  Concurrent use arrives with the concurrency step.
+ * Thread safety (in the style of libmongoc's notes):
+ *   - md_db is thread safe: any number of threads may run commands and the
+ *     typed wrappers on one handle at once.  md_db_open and md_db_close are
+ *     not: close once, after every other thread has stopped using it.
+ *   - md_collection holds only the handle and a name and never changes:
+ *     threads may share one, or make their own; destroy it once.
+ *   - md_cursor is not thread safe: one thread at a time may use it (it
+ *     may move between threads).  A server-side cursor id (find/getMore)
+ *     may be continued from any thread.
+ *   - md_error and reply documents belong to the calling thread.
+ *   What runs at the same time depends on the engine (open option
+ *   lockGranularity, reported by serverStatus):
+ *     "document"   (btree's default) writers to different documents of a
+ *                  collection run at once; readers never wait for writers;
+ *                  two writers to one document: one retries (WriteConflict,
+ *                  invisible to the caller; metrics.operation.writeConflicts)
+ *     "collection" (mmapv1's default, as MongoDB 3.0) readers of a
+ *                  collection share its lock, a writer holds it alone;
+ *                  writers to different collections take turns per
+ *                  document write
+ *     "database"   (MongoDB 2.6; ephemeralForTest's only mode) one lock
+ *                  for every collection
+ *   Catalog changes (create, drop, index builds, collMod, compact,
+ *   validate, fsync) wait for every other command and hold the database
+ *   alone.  Long scans yield their lock every 128 documents or 10 ms.
  */
 #ifndef MINIDOC_H
 #define MINIDOC_H
@@ -157,6 +180,9 @@ typedef struct md_db md_db;
  *                  commitIntervalMs (100), logFileSizeMB (100),
  *                  checkpointLogSizeMB (2048)}  (btree; see btree/bt.h)
  *   ttlMonitorSleepSecs  seconds between TTL passes (60)
+ *   lockGranularity  "document" | "collection" | "database": what a write
+ *                 locks (see Thread safety above); each engine accepts its
+ *                 default and "database"
  *
  * Only one process may open a directory at a time: a second one gets
  * MD_EBUSY with code DBPathInUse (98).

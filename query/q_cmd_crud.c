@@ -622,15 +622,36 @@ static int fam_parse(const bson_t *cmd, fam_args *a, md_error *err)
     return rc;
 }
 
+/* The first match of a plan that yields the sort order (an index such as
+ * the Queue pattern's {startTime: 1, createdOn: 1}); *ok false when the
+ * chosen plan does not provide the order. */
+static int fam_target_ordered(md_db *db, q_coll *c, const fam_args *a, const q_matcher *m,
+                              eng_rid *target, bool *ok, md_error *err)
+{
+    q_scan s;
+    bson_t doc;
+    q_scan_opts o = {.sort = &a->sort};
+    int rc = q_scan_open_opts(&s, db, c, &a->query, m, &o, err);
+    *ok = !rc && s.plan.sort_provided;
+    if (*ok && q_scan_next(&s, target, &doc) != 0)
+        *target = ENG_RID_NONE;
+    q_scan_close(&s);
+    return rc;
+}
+
 /* The RecordId of the first match in sort order; ENG_RID_NONE if none. */
 static int fam_target(md_db *db, q_coll *c, const fam_args *a, const q_matcher *m,
                       eng_rid *target, md_error *err)
 {
     eng_rid *rids = NULL;
     size_t n = 0;
-    bool sorted = !bson_empty(&a->sort);
+    bool sorted = !bson_empty(&a->sort), ordered = false;
     *target = ENG_RID_NONE;
     int rc = q_sort_check(&a->sort, err);
+    if (!rc && sorted)
+        rc = fam_target_ordered(db, c, a, m, target, &ordered, err);
+    if (rc || ordered)
+        return rc;
     if (!rc)
         rc = q_scan_collect(db, c, &a->query, m, sorted ? 0 : 1, &rids, &n, err);
     if (!rc && n > 0 && !sorted)

@@ -627,3 +627,40 @@ Test(q_cmd, find_and_modify)
                                               "{\"_id\": 0}, \"update\": {\"$set\": {\"u\": 1}}}");
     }
 }
+
+/* The Queue pattern's FIFO take: with the {startTime, createdOn} index the
+ * plan yields the sort order and only the first entry is looked at; without
+ * it every match is sorted.  Both take the oldest job. */
+Test(cmd, find_and_modify_fifo_order)
+{
+    tdb t;
+    FOR_EACH_ENGINE(t)
+    {
+        for (int indexed = 0; indexed < 2; indexed++) {
+            bson_destroy(t_cmd(&t, NULL, "{\"drop\": \"q\"}")); /* absent at first */
+            T_RUN(&t, "{\"insert\": \"q\", \"documents\": [{\"_id\": 1, \"createdOn\": 30, "
+                      "\"startTime\": null}, {\"_id\": 2, \"createdOn\": 10, \"startTime\": null},"
+                      " {\"_id\": 3, \"createdOn\": 20}, {\"_id\": 4, \"createdOn\": 5, "
+                      "\"startTime\": 1}]}");
+            if (indexed)
+                T_RUN(&t, "{\"createIndexes\": \"q\", \"indexes\": [{\"key\": {\"startTime\": 1, "
+                          "\"createdOn\": 1}, \"name\": \"fifo\"}]}");
+            int want[] = {2, 3, 1};
+            for (int i = 0; i < 3; i++) {
+                bson_t *r = T_OK(&t, "{\"findAndModify\": \"q\", \"query\": {\"startTime\": null},"
+                                     " \"sort\": {\"createdOn\": 1}, \"update\": {\"$set\": "
+                                     "{\"startTime\": 9}}, \"new\": true}");
+                cr_assert_eq(t_i64(r, "value._id"), want[i], "%s indexed=%d take %d", t.engine,
+                             indexed, i);
+                cr_assert_eq(t_i64(r, "value.startTime"), 9);
+                bson_destroy(r);
+            }
+            bson_t *r = T_OK(&t, "{\"findAndModify\": \"q\", \"query\": {\"startTime\": null}, "
+                                 "\"sort\": {\"createdOn\": 1}, \"update\": {\"$set\": "
+                                 "{\"startTime\": 9}}}");
+            bson_iter_t it;
+            cr_assert(t_find(r, "value", &it) && BSON_ITER_HOLDS_NULL(&it));
+            bson_destroy(r);
+        }
+    }
+}
