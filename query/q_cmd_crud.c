@@ -350,10 +350,12 @@ static int update_existing(md_db *db, q_coll *c, const upd_stmt *s, const q_matc
         lost = false;
         free(rids);
         rc = q_scan_collect(db, c, &s->q, m, s->multi ? 0 : 1, &rids, &n, err);
+        q_yield y = {0};
         for (size_t i = 0; !rc && i < n; i++) {
             q_update_res res;
             if (rid_set_has(&moved, rids[i]))
                 continue;
+            q_yield_point(db, &y);
             rc = q_write_update(db, c, rids[i], m, u, durable, &res, NULL, NULL, err);
             o->n += !rc && res.matched;
             o->modified += !rc && res.modified;
@@ -514,8 +516,10 @@ static int delete_stmt(md_db *db, const cmd_common *cc, const bson_t *q, int64_t
         goto out;
     q_coll_lock(db, c, true);
     rc = q_scan_collect(db, c, q, m, limit, &rids, &nr, err);
+    q_yield y = {0};
     for (size_t i = 0; !rc && i < nr; i++) {
         bool deleted;
+        q_yield_point(db, &y);
         rc = q_write_delete(db, c, rids[i], m, cc->durable, &deleted, NULL, err);
         *n += deleted;
     }

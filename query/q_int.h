@@ -142,13 +142,23 @@ int q_txn_begin(md_db *db, eng_txn **t);
 void q_txn_end(md_db *db);
 /* After MD_EWRITECONFLICT: count it and back off before the retry. */
 void q_write_conflict(md_db *db, int attempt);
-/* Long operations call this every document: every 128 documents or 10 ms
- * it releases the calling thread's data lock and takes it again, as
- * MongoDB's yield policy does (only on engines with data locks, never
- * inside a transaction).  true when it yielded: the caller must have saved
- * its cursors (q_scan does this). */
-bool q_lock_should_yield(md_db *db, int *since, int64_t *last_ms);
+/* Long operations ask every document whether to yield: every 128
+ * documents or 10 ms the calling thread's data lock is released and taken
+ * again, as MongoDB's yield policy does (only with data locks, never
+ * inside a transaction).  Engine cursors must be saved around
+ * q_lock_yield (q_scan does this); q_yield_point is for loops that hold
+ * none. */
+typedef struct q_yield {
+    int since;
+    int64_t last_ms;
+} q_yield;
+bool q_lock_should_yield(md_db *db, q_yield *y);
 void q_lock_yield(md_db *db);
+static inline void q_yield_point(md_db *db, q_yield *y)
+{
+    if (q_lock_should_yield(db, y))
+        q_lock_yield(db);
+}
 void q_lock_append_status(md_db *db, bson_t *status);
 const char *q_gran_name(int gran);
 
@@ -292,8 +302,7 @@ typedef struct q_scan {
     q_buf last_key;     /* the entry an index scan returned last */
     eng_rid last;
     bool started, restored, eof;
-    int since_yield;        /* q_lock_should_yield() state */
-    int64_t yield_ms;
+    q_yield yield;
     q_ridset seen;      /* rids an index scan returned (dedup) */
     bson_t kdoc;        /* a covered scan's document, decoded from the key */
     int64_t keys, docs, advanced; /* keys / documents examined, returned */

@@ -210,18 +210,18 @@ void q_coll_unlock(md_db *db, q_coll *c)
         }
 }
 
-bool q_lock_should_yield(md_db *db, int *since, int64_t *last_ms)
+bool q_lock_should_yield(md_db *db, q_yield *y)
 {
     if (db->gran == Q_GRAN_DOCUMENT || tls.in_txn || tls.db_x || tls.nheld == 0)
         return false;
-    if (++*since < Q_YIELD_ITERATIONS) {
-        if (*last_ms == 0)
-            *last_ms = q_now_ms();
-        if ((*since & 15) != 0 || q_now_ms() - *last_ms < Q_YIELD_PERIOD_MS)
+    if (++y->since < Q_YIELD_ITERATIONS) {
+        if (y->last_ms == 0)
+            y->last_ms = q_now_ms();
+        if ((y->since & 15) != 0 || q_now_ms() - y->last_ms < Q_YIELD_PERIOD_MS)
             return false;
     }
-    *since = 0;
-    *last_ms = q_now_ms();
+    y->since = 0;
+    y->last_ms = q_now_ms();
     return true;
 }
 

@@ -178,7 +178,7 @@ static bool index_step(q_scan *s, eng_rid *rid)
  * its cursor cannot be restored afterwards. */
 static void maybe_yield(q_scan *s)
 {
-    if (!q_lock_should_yield(s->db, &s->since_yield, &s->yield_ms))
+    if (!q_lock_should_yield(s->db, &s->yield))
         return;
     q_scan_save(s);
     q_lock_yield(s->db);

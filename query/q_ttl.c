@@ -36,8 +36,10 @@ static int ttl_index(md_db *db, q_coll *c, q_index *ix, int64_t now_ms, int64_t 
         goto out;
     q_coll_lock(db, c, true);
     rc = q_scan_collect(db, c, &f, m, 0, &rids, &n, err);
+    q_yield y = {0};
     for (size_t i = 0; !rc && i < n; i++) {
         bool del = false;
+        q_yield_point(db, &y);
         rc = q_write_delete(db, c, rids[i], m, false, &del, NULL, err);
         *deleted += del;
     }
@@ -53,7 +55,7 @@ int q_ttl_pass(md_db *db, int64_t now_ms, int64_t *deleted, md_error *err)
 {
     int rc = 0;
     *deleted = 0;
-    db->ttl_last_ms = now_ms;
+    Q_SET(db->ttl_last_ms, now_ms);
     for (q_coll *c = db->colls; c && !rc; c = c->next)
         for (size_t i = 0; i < c->nidx && !rc; i++)
             if (c->idx[i]->expire_secs >= 0)
@@ -65,13 +67,16 @@ void q_ttl_maybe(md_db *db, int64_t now_ms)
 {
     int64_t n;
     md_error err;
-    if (now_ms - db->ttl_last_ms < db->ttl_sleep_ms)
+    int64_t last = Q_LOAD(db->ttl_last_ms);
+    if (now_ms - last < db->ttl_sleep_ms)
+        return;
+    /* one thread runs the pass; the others go on with their commands */
+    if (!__atomic_compare_exchange_n(&db->ttl_last_ms, &last, now_ms, false, __ATOMIC_RELAXED,
+                                     __ATOMIC_RELAXED))
         return;
     md_error_clear(&err);
-    if (q_write_allowed(db, &err) != 0) {
-        db->ttl_last_ms = now_ms;
+    if (q_write_allowed(db, &err) != 0)
         return;
-    }
     (void)q_ttl_pass(db, now_ms, &n, &err); /* a failed pass is retried next period */
 }
 
