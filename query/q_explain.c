@@ -30,7 +30,7 @@ typedef struct xq {
 } xq;
 
 typedef struct xstats {
-    int64_t keys, docs, matched, returned;
+    int64_t keys, docs, matched, returned, yields;
 } xstats;
 
 /* MongoDB's parsedQuery: {a: 1} -> {a: {$eq: 1}}, several -> {$and: [..]}. */
@@ -85,12 +85,17 @@ static bson_t *stage_wrap(bson_t *input, const char *name, const bson_t *extra,
     return b;
 }
 
-/* The scan part: COLLSCAN, IDHACK, or FETCH over IXSCAN. */
+/* The scan part: COLLSCAN, IDHACK, or FETCH over IXSCAN.  The leaf
+ * reports its yields as saveState / restoreState (q_lock.c). */
 static bson_t *scan_stages(const q_plan *p, const bson_t *pq, const xstats *st, bool exec)
 {
     bson_t x = BSON_INITIALIZER;
     bson_t *b;
     const char *dir = p->dir < 0 ? "backward" : "forward";
+    if (exec) {
+        BSON_APPEND_INT64(&x, "saveState", st->yields);
+        BSON_APPEND_INT64(&x, "restoreState", st->yields);
+    }
     if (!p->ix) {
         if (!bson_empty(pq))
             BSON_APPEND_DOCUMENT(&x, "filter", pq);
@@ -180,6 +185,7 @@ static void run_plan(q_scan *s, const xq *q, xstats *st)
         st->matched++;
     st->keys = s->keys;
     st->docs = s->docs;
+    st->yields = s->yield.yields;
     st->returned = st->matched > q->skip ? st->matched - q->skip : 0;
     if (q->limit && st->returned > q->limit)
         st->returned = q->limit;

@@ -151,6 +151,7 @@ void q_write_conflict(md_db *db, int attempt);
 typedef struct q_yield {
     int since;
     int64_t last_ms;
+    int64_t yields; /* how many times it yielded */
 } q_yield;
 bool q_lock_should_yield(md_db *db, q_yield *y);
 void q_lock_yield(md_db *db);

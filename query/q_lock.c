@@ -222,6 +222,7 @@ bool q_lock_should_yield(md_db *db, q_yield *y)
     }
     y->since = 0;
     y->last_ms = q_now_ms();
+    y->yields++;
     return true;
 }
 
