@@ -253,6 +253,9 @@ static int explain_query(md_db *db, q_coll *c, const char *ns, const xq *q, bson
         goto out_close;
     if (c && q->exec)
         run_plan(&s, q, &st);
+    for (size_t i = 0; c && i <= s.nrejected; i++)
+        q_plan_render_bounds(i ? &s.rejected[i - 1] : &s.plan,
+                             q->filter ? q->filter : &empty);
     parsed_query(q->filter, &pq);
     append_planner(reply, ns, &s, c != NULL, q, &pq, &st);
     if (q->exec)

@@ -261,6 +261,8 @@ void q_plan_copy(const q_plan *src, q_plan *dst);
 int q_plan_enumerate(q_coll *c, const bson_t *filter, const bson_t *sort,
                      const bson_iter_t *hint, q_plan **out, size_t *n, md_error *err);
 void q_plans_free(q_plan *v, size_t n);
+/* Fill p->bounds (explain's indexBounds) if p scans an index. */
+void q_plan_render_bounds(q_plan *p, const bson_t *filter);
 /* Can index plan p answer the query from its keys alone: a non-multikey
  * index, bounds that decide the filter exactly, and an inclusion
  * projection of top-level key fields that excludes _id (unless keyed)? */

@@ -688,9 +688,12 @@ static void show_ival(const q_ival *iv, bool rev, q_buf *out)
     q_buf_putc(out, iv->los.data[0] == '[' ? ']' : ')');
 }
 
-/* p->bounds: each key field's intervals in scan order, as explain shows. */
-static void render_bounds(q_plan *p, const bson_t *filter)
+/* p->bounds: each key field's intervals in scan order, as explain shows.
+ * Only explain asks: rendering costs more than an _id lookup. */
+void q_plan_render_bounds(q_plan *p, const bson_t *filter)
 {
+    if (!p->ix || p->bounds)
+        return;
     kfield f[32];
     size_t nf = key_fields(&p->ix->key, f);
     q_buf s;
@@ -829,7 +832,6 @@ static bool index_plan(q_index *ix, const bson_t *filter, const bson_t *sort, bo
         p->niv = o.n;
         p->nused = 0;
     }
-    render_bounds(p, filter);
     return true;
 }
 
