@@ -1416,9 +1416,12 @@ int q_update_apply_pos(const q_update *u, const bson_t *doc, const char *pos, bo
     }
     const uint8_t *old = bson_get_data(doc);
     bool same_len = b.len == doc->len;
-    *changed = !same_len || memcmp(old, b.data, doc->len) != 0;
-    if (dmg && same_len && *changed)
+    if (dmg && same_len) {
         damages_compute(dmg, old, b.data, doc->len);
+        *changed = dmg->n > 0;
+    } else {
+        *changed = !same_len || memcmp(old, b.data, doc->len) != 0;
+    }
     bson_copy_to(&view, out);
     q_buf_cleanup(&b);
     return 0;
