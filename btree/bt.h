@@ -29,6 +29,12 @@
  * durable = true waits for nothing (it is acknowledged, not an error):
  * a crash returns the database to its last checkpoint, consistent.
  * Log file preallocation is not implemented.
+ *
+ * Concurrency (ops->concurrent): any number of transactions, one per
+ * thread, each reading the snapshot taken at its begin plus its own writes;
+ * two writers of one key conflict (MD_EWRITECONFLICT, the caller retries).
+ * serverStatus' btree.transaction counts begins, commits, aborts, write
+ * conflicts, update chains, versions freed and latch waits (bt_txn.c).
 
  * Per collection: eng_rs_options.block_compressor (query/ takes it from
  * create's storageEngine.btree.configString "block_compressor=...").

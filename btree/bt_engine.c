@@ -1,22 +1,23 @@
 /*
  * bt_engine.c -- the btree engine's operations table (eng.h): engine
- * open/close, transactions with an in-memory undo log, the catalog,
- * record stores and sorted stores.
+ * open/close, the catalog, creates and drops, checkpoints at commit.
  *
- * Every write goes through logged_put / logged_del, which first copy what
- * they replace into the active transaction's undo log; abort replays the
- * log backwards through the same tree operations; with the write-ahead
- * log on, they also append a logical operation to the transaction's log
- * buffer, which commit hands to bt_log.c as one record.  Checkpoints
- * (bt_ckpt.c) are taken every checkpointIntervalSecs and every
- * checkpointLogSizeMB of log (both checked at commit), by eng_flush and at
- * close; without the log, a commit is durable only at the next one.
+ * Transactions, update chains and the latch are in bt_txn.c: every
+ * ordinary write (record, index entry, catalog entry) becomes a version in
+ * its tree's overlay and reaches the pages only when its transaction
+ * commits.  Creates and drops are the exception: they flip a tree's `live`
+ * flag at once and are undone by abort (bt_undo); eng.h runs them only
+ * while no other transaction is open, and the checkpoint waits for their
+ * transaction (e->txn).  With the write-ahead log on, every write also
+ * appends a logical operation to the transaction's log buffer, which commit
+ * hands to bt_log.c as one record.  Checkpoints (bt_ckpt.c) are taken every
+ * checkpointIntervalSecs and every checkpointLogSizeMB of log (both checked
+ * at commit, under the exclusive latch), by eng_flush and at close; without
+ * the log, a commit is durable only at the next one.
  *
- * The cache is checked at the start of every write, at commit and at the
- * start of every read: above its size, pages are evicted down to 80% of it
- * (bt_evict), which is why borrowed views last only until the next write
- * (eng.h).  A read spares the page of each handle's and cursor's latest
- * view (bt_pin), so that view lasts until that handle's next read.
+ * The cache is checked at commit and at the start of every read: above its
+ * size, pages are evicted down to 80% of it (bt_evict) under the exclusive
+ * latch.  Reads return copies (bt_store.c), so eviction ends no view.
  */
 #include <assert.h>
 #include <errno.h>
@@ -41,6 +42,8 @@ bt_tree *bt_find_tree(bt_engine *e, const char *ident)
 
 int bt_add_tree(bt_engine *e, bt_tree *t)
 {
+    if (!t->ov.mu_ok)
+        bt_ov_init(t);
     if (e->ntrees == e->captrees) {
         size_t ncap = e->captrees ? e->captrees * 2 : 16;
         bt_tree **nv = realloc(e->trees, ncap * sizeof *nv);
@@ -53,8 +56,9 @@ int bt_add_tree(bt_engine *e, bt_tree *t)
     return 0;
 }
 
-/* Destroy dropped trees nothing can reach (no handle, no transaction). */
-static void sweep(bt_engine *e)
+/* Destroy dropped trees nothing can reach (no handle, no create or drop
+ * in flight).  Under the exclusive latch. */
+void bt_sweep_trees(bt_engine *e)
 {
     size_t j = 0;
     if (e->txn)
@@ -64,6 +68,7 @@ static void sweep(bt_engine *e)
         if (!t->live && t->refs == 0) {
             if (t->unlink_now)
                 unlink(t->blk.path);
+            bt_ov_free(e, t);
             bt_tree_destroy(t);
         } else {
             e->trees[j++] = t;
@@ -72,77 +77,37 @@ static void sweep(bt_engine *e)
     e->ntrees = j;
 }
 
-/* Evict down to 80% of the cache when it is over its size. */
+/* Evict down to 80% of the cache when it is over its size.  Under the
+ * exclusive latch (or single-threaded, in recovery). */
 int bt_cache_check(bt_engine *e)
 {
-    if (e->cache_bytes <= e->cache_max)
+    if (__atomic_load_n(&e->cache_bytes, __ATOMIC_RELAXED) <= e->cache_max)
         return 0;
     return bt_evict(e, e->cache_max / 10 * 8);
 }
 
-/* Reads evict too (clean pages first, as at writes), sparing the pages
- * that hold a live view; called where a read starts, never mid-search. */
+/* Reads evict too, taking the latch exclusively for it; called where a
+ * read starts, before its shared latch.  One reader evicts at a time: the
+ * others read on rather than queue for the latch. */
 void bt_read_check(bt_engine *e)
 {
-    if (e->cache_bytes > e->cache_max)
-        bt_evict(e, e->cache_max / 10 * 8);
-}
-
-void bt_pin_set(bt_engine *e, bt_pin *pin, bt_page *p)
-{
-    bt_pin_clear(e, pin);
-    if (p->pin_epoch != e->view_epoch) {
-        p->pin_epoch = e->view_epoch;
-        p->pins = 0;
-    }
-    p->pins++;
-    pin->page = p;
-    pin->epoch = e->view_epoch;
-}
-
-/* Within one view epoch a pinned page cannot have been freed. */
-void bt_pin_clear(bt_engine *e, bt_pin *pin)
-{
-    if (pin->page && pin->epoch == e->view_epoch)
-        pin->page->pins--;
-    pin->page = NULL;
-}
-
-bool bt_pinned(const bt_engine *e, const bt_page *p)
-{
-    return p->pins > 0 && p->pin_epoch == e->view_epoch;
+    if (__atomic_load_n(&e->cache_bytes, __ATOMIC_RELAXED) <= e->cache_max ||
+        __atomic_exchange_n(&e->evicting, true, __ATOMIC_ACQUIRE))
+        return;
+    bt_latch_excl(e);
+    bt_cache_check(e);
+    bt_unlatch(e);
+    __atomic_store_n(&e->evicting, false, __ATOMIC_RELEASE);
 }
 
 int bt_txn_check(bt_engine *e, eng_txn *t, md_error *err)
 {
     if (e->crashed)
         return md_error_set(err, MD_EIO, MD_CODE_FILE_STREAM_FAILED, "btree: engine crashed");
-    if (!t || !e->txn || t != &e->txn->hdr)
+    if (!t || t->engine != &e->hdr)
         return md_error_set(err, MD_EINVAL, MD_CODE_BAD_VALUE,
-                            "btree: write outside the active transaction");
-    e->view_epoch++; /* a write ends every borrowed view (eng.h) */
-    int rc = bt_cache_check(e);
-    if (rc && err)
-        *err = e->last_err;
-    return rc;
-}
-
-/* ---- undo log ---------------------------------------------------------------- */
-
-static bt_undo *undo_push(bt_engine *e)
-{
-    bt_txn *t = e->txn;
-    if (t->n == t->cap) {
-        size_t ncap = t->cap ? t->cap * 2 : 32;
-        bt_undo *nv = realloc(t->u, ncap * sizeof *nv);
-        if (!nv)
-            return NULL;
-        t->u = nv;
-        t->cap = ncap;
-    }
-    bt_undo *u = &t->u[t->n++];
-    memset(u, 0, sizeof *u);
-    return u;
+                            "btree: write outside a transaction of this engine");
+    return 0;
 }
 
 /* Put or delete (val == NULL && !has_val && del) keeping count and size. */
@@ -160,99 +125,19 @@ int bt_tree_apply(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid,
     return 0;
 }
 
-/* Put or delete through the undo log. */
-int bt_logged(bt_engine *e, bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid,
-              const uint8_t *val, uint32_t vlen, bool has_val, bool del, md_error *err)
+static bt_undo *undo_push(bt_txn *x)
 {
-    bt_ent *old = NULL;
-    int rc = bt_get(t, key, klen, rid, &old, err);
-    if (rc && rc != MD_NOTFOUND)
-        return rc;
-    if (del && !old)
-        return MD_NOTFOUND;
-    bt_undo *u = undo_push(e);
-    if (!u)
-        return bt_nomem(err);
-    u->t = t;
-    u->kind = U_PUT;
-    u->rid = rid;
-    u->klen = klen;
-    u->had_old = old != NULL;
-    u->key = malloc(klen + 1);
-    if (old && old->has_val) {
-        u->olen = old->vlen;
-        u->old = malloc(old->vlen + 1);
-        if (u->old)
-            memcpy(u->old, old->val, old->vlen);
+    if (x->n == x->cap) {
+        size_t ncap = x->cap ? x->cap * 2 : 8;
+        bt_undo *nv = realloc(x->u, ncap * sizeof *nv);
+        if (!nv)
+            return NULL;
+        x->u = nv;
+        x->cap = ncap;
     }
-    if (!u->key || (old && old->has_val && !u->old)) {
-        free(u->key);
-        free(u->old);
-        e->txn->n--;
-        return bt_nomem(err);
-    }
-    u->oval = old && old->has_val;
-    if (klen)
-        memcpy(u->key, key, klen);
-    rc = bt_tree_apply(t, key, klen, rid, val, vlen, has_val, del, old, err);
-    if (rc) {
-        free(u->key);
-        free(u->old);
-        e->txn->n--;
-    } else if (e->log.on) {
-        bt_log_op(&e->txn->lg, del ? BT_LOG_DEL : BT_LOG_PUT, t == e->meta ? "" : t->ident, key,
-                  klen, rid, val, vlen, has_val);
-    }
-    return rc;
-}
-
-static void undo_one(bt_engine *e, bt_undo *u)
-{
-    bt_tree *t = u->t;
-    bt_ent *cur = NULL;
-    switch (u->kind) {
-    case U_CREATE: t->live = false, t->unlink_now = true; break;
-    case U_DROP: t->live = true; break;
-    case U_PUT:
-        if (bt_get(t, u->key, u->klen, u->rid, &cur, NULL) != 0)
-            cur = NULL;
-        if (u->had_old || cur)
-            bt_tree_apply(t, u->key, u->klen, u->rid, u->old, u->olen, u->oval, !u->had_old, cur,
-                       NULL);
-        t->n_inserts -= u->d_ins;
-        t->n_updates -= u->d_upd;
-        t->bytes_written -= u->d_bytes;
-        t->upd_bytes -= u->d_upd ? u->d_bytes : 0;
-        break;
-    }
-}
-
-/* Record counter deltas on the last undo entry (a record-store write). */
-void bt_undo_counters(bt_engine *e, int64_t ins, int64_t upd, int64_t bytes)
-{
-    bt_undo *u = &e->txn->u[e->txn->n - 1];
-    u->d_ins = ins, u->d_upd = upd, u->d_bytes = bytes;
-}
-
-static void txn_end(bt_engine *e, bool abort)
-{
-    bt_txn *t = e->txn;
-    for (size_t i = t->n; abort && i-- > 0;)
-        undo_one(e, &t->u[i]);
-    for (size_t i = 0; i < t->n; i++) {
-        bt_undo *u = &t->u[i];
-        if (!abort && u->kind == U_DROP && !u->t->live)
-            bt_unlink_after_ckpt(e, u->t->fname, u->t->ident);
-        free(u->key);
-        free(u->old);
-    }
-    free(t->u);
-    bt_buf_free(&t->lg);
-    free(t);
-    e->txn = NULL;
-    e->gen++;
-    e->view_epoch++;
-    sweep(e);
+    bt_undo *u = &x->u[x->n++];
+    memset(u, 0, sizeof *u);
+    return u;
 }
 
 /* Remove file `fname` once the next checkpoint is durable, and with it the
@@ -275,20 +160,6 @@ int bt_unlink_after_ckpt(bt_engine *e, const char *fname, const char *ident)
     return 0;
 }
 
-static int bt_txn_begin(eng_engine *eh, eng_txn **out)
-{
-    bt_engine *e = (bt_engine *)eh;
-    if (e->txn)
-        return MD_EBUSY;
-    bt_txn *t = calloc(1, sizeof *t);
-    if (!t)
-        return MD_ENOMEM;
-    t->hdr.engine = eh;
-    e->txn = t;
-    *out = &t->hdr;
-    return 0;
-}
-
 static bool any_modified(bt_engine *e)
 {
     for (size_t i = 0; i < e->ntrees; i++)
@@ -297,23 +168,12 @@ static bool any_modified(bt_engine *e)
     return e->meta->modified || e->nunlink;
 }
 
-/* The transaction's log record is appended first (bt_log.c): if that
- * fails, the transaction is aborted; if only writing or syncing it fails,
- * the commit stands in memory and the error is returned.  With the log,
- * `durable` waits for the record's fsync; without it, a commit is durable
- * at the next checkpoint whatever `durable` says.  Commit then takes the
- * periodic or a deferred checkpoint, or one for checkpointLogSizeMB of log. */
-static int bt_txn_commit(eng_txn *th, bool durable, md_error *err)
+/* At commit, under the exclusive latch: the periodic or a deferred
+ * checkpoint, or one for checkpointLogSizeMB of log (want); then the
+ * cache. */
+void bt_commit_checkpoint(bt_engine *e, bool want)
 {
-    bt_engine *e = (bt_engine *)th->engine;
     md_error cerr;
-    bool want = false, appended = false;
-    int rc = e->crashed ? 0 : bt_log_commit(e, &e->txn->lg, durable, &appended, &want, err);
-    txn_end(e, rc != 0 && !appended);
-    if (rc)
-        return rc;
-    if (e->crashed)
-        return 0;
     if (e->ckpt_pending || want ||
         (e->ckpt_interval > 0 && bt_now() - e->last_ckpt >= e->ckpt_interval && any_modified(e))) {
         if (bt_checkpoint(e, &cerr) != 0) {
@@ -322,13 +182,6 @@ static int bt_txn_commit(eng_txn *th, bool durable, md_error *err)
         }
     }
     bt_cache_check(e);
-    return 0;
-}
-
-static void bt_txn_abort(eng_txn *th)
-{
-    bt_engine *e = (bt_engine *)th->engine;
-    txn_end(e, true);
 }
 
 /* ---- engine ------------------------------------------------------------------ */
@@ -401,8 +254,12 @@ static int parse_opts(bt_engine *e, const bson_t *opts, md_error *err)
 
 static void engine_free(bt_engine *e)
 {
-    for (size_t i = 0; i < e->ntrees; i++)
+    for (size_t i = 0; i < e->ntrees; i++) {
+        bt_ov_free(e, e->trees[i]);
         bt_tree_destroy(e->trees[i]);
+    }
+    if (e->meta)
+        bt_ov_free(e, e->meta);
     bt_tree_destroy(e->meta);
     for (size_t i = 0; i < e->nunlink; i++)
         free(e->unlink_after[i]);
@@ -416,6 +273,7 @@ static void engine_free(bt_engine *e)
         flock(e->lock_fd, LOCK_UN);
         close(e->lock_fd);
     }
+    bt_conc_cleanup(e);
     free(e);
 }
 
@@ -430,6 +288,7 @@ static int bt_open(const char *dir, const char *db_name, const bson_t *opts, eng
     e->log.fd = -1;
     pthread_mutex_init(&e->log.mu, NULL);
     pthread_cond_init(&e->log.cv, NULL);
+    bt_conc_init(e);
     e->next_file_id = 1;
     snprintf(e->dir, sizeof e->dir, "%s", dir);
     snprintf(e->db_name, sizeof e->db_name, "%s", db_name);
@@ -440,6 +299,8 @@ static int bt_open(const char *dir, const char *db_name, const bson_t *opts, eng
         rc = lock_dir(e, err);
     if (rc == 0)
         rc = bt_ckpt_open(e, err);
+    for (size_t i = 0; rc == 0 && i <= e->ntrees; i++)
+        bt_ov_init(i < e->ntrees ? e->trees[i] : e->meta);
     if (rc == 0)
         rc = bt_log_open(e, err);
     if (rc) {
@@ -455,8 +316,8 @@ static void bt_close(eng_engine *eh)
 {
     bt_engine *e = (bt_engine *)eh;
     md_error err;
-    if (e->txn)
-        bt_txn_abort(&e->txn->hdr);
+    while (e->open) /* eng.h: only the closing thread's, if any */
+        bt_txn_abort(&e->open->hdr);
     if (!e->crashed && bt_checkpoint(e, &err) != 0)
         fprintf(stderr, "btree: checkpoint at close failed: %s\n", err.message);
     engine_free(e);
@@ -464,22 +325,30 @@ static void bt_close(eng_engine *eh)
 
 static int bt_flush(eng_engine *eh, bool sync, md_error *err)
 {
-    return bt_checkpoint((bt_engine *)eh, err);
+    bt_engine *e = (bt_engine *)eh;
+    bt_latch_excl(e);
+    int rc = bt_checkpoint(e, err);
+    bt_unlatch(e);
+    return rc;
 }
 
 static void bt_append_status(eng_engine *eh, bson_t *status)
 {
     bt_engine *e = (bt_engine *)eh;
     bson_t sub;
+    bt_latch_shared(e);
     BSON_APPEND_DOCUMENT_BEGIN(status, "btree", &sub);
-    BSON_APPEND_INT64(&sub, "cacheBytes", (int64_t)e->cache_bytes);
+    BSON_APPEND_INT64(&sub, "cacheBytes",
+                      (int64_t)__atomic_load_n(&e->cache_bytes, __ATOMIC_RELAXED));
     BSON_APPEND_INT64(&sub, "cacheMaxBytes", (int64_t)e->cache_max);
     BSON_APPEND_INT64(&sub, "dirtyBytes", (int64_t)e->dirty_bytes);
     BSON_APPEND_INT64(&sub, "checkpoints", e->checkpoints);
     BSON_APPEND_INT64(&sub, "evictions", e->evictions);
     BSON_APPEND_UTF8(&sub, "blockCompressor", e->default_comp->name);
     bt_log_status(e, &sub);
+    bt_txn_status(e, &sub);
     bson_append_document_end(status, &sub);
+    bt_unlatch(e);
 }
 
 static int64_t bt_total_moves(eng_engine *e)
@@ -494,7 +363,7 @@ void bt_test_set_crash(eng_engine *eh, int point)
 
 int64_t bt_cache_bytes(eng_engine *eh)
 {
-    return (int64_t)((bt_engine *)eh)->cache_bytes;
+    return (int64_t)__atomic_load_n(&((bt_engine *)eh)->cache_bytes, __ATOMIC_RELAXED);
 }
 
 int64_t bt_evictions(eng_engine *eh)
@@ -509,6 +378,8 @@ int64_t bt_checkpoints(eng_engine *eh)
 
 /* ---- catalog ----------------------------------------------------------------- */
 
+/* Catalog entries are ordinary versioned writes (query/ sets multikey
+ * flags inside concurrent transactions). */
 static int bt_meta_put(eng_engine *eh, eng_txn *t, const char *key, const bson_t *value,
                        md_error *err)
 {
@@ -518,125 +389,165 @@ static int bt_meta_put(eng_engine *eh, eng_txn *t, const char *key, const bson_t
     if (rc)
         return rc;
     int n = bt_meta_key(k, sizeof k, "cat:", key);
-    return bt_logged(e, e->meta, (const uint8_t *)k, (uint32_t)n, 0, bson_get_data(value),
-                     value->len, true, false, err);
+    return bt_write(e, (bt_txn *)t, e->meta, (const uint8_t *)k, (uint32_t)n, 0,
+                    bson_get_data(value), value->len, BT_W_PUT, NULL, err);
 }
 
 static int bt_meta_get(eng_engine *eh, const char *key, bson_t *out)
 {
     bt_engine *e = (bt_engine *)eh;
     char k[ENG_IDENT_MAX + 8];
-    bt_ent *en;
+    bt_buf val = {0};
     bson_t view;
+    md_error err;
     int n = bt_meta_key(k, sizeof k, "cat:", key);
     bt_read_check(e);
-    int rc = bt_get(e->meta, (const uint8_t *)k, (uint32_t)n, 0, &en, &e->last_err);
-    if (rc)
-        return rc;
-    if (!bson_init_static(&view, en->val, en->vlen))
-        return MD_ECORRUPT;
-    bson_copy_to(&view, out);
-    return 0;
+    bt_latch_shared(e);
+    int rc = bt_lookup(e, bt_txn_mine(e), e->meta, (const uint8_t *)k, (uint32_t)n, 0, &val,
+                       &err);
+    bt_unlatch(e);
+    if (rc == 0 && !bson_init_static(&view, val.p, val.n))
+        rc = MD_ECORRUPT;
+    if (rc == 0)
+        bson_copy_to(&view, out);
+    bt_buf_free(&val);
+    return rc;
 }
 
 static int bt_meta_del(eng_engine *eh, eng_txn *t, const char *key)
 {
     bt_engine *e = (bt_engine *)eh;
     char k[ENG_IDENT_MAX + 8];
+    md_error err;
     int rc = bt_txn_check(e, t, NULL);
     if (rc)
         return rc;
     int n = bt_meta_key(k, sizeof k, "cat:", key);
-    return bt_logged(e, e->meta, (const uint8_t *)k, (uint32_t)n, 0, NULL, 0, false, true,
-                     NULL);
+    return bt_write(e, (bt_txn *)t, e->meta, (const uint8_t *)k, (uint32_t)n, 0, NULL, 0,
+                    BT_W_REMOVE, NULL, &err);
 }
 
+/* Each entry is read under the latch and handed to fn outside it (fn may
+ * call the engine). */
 static int bt_meta_list(eng_engine *eh, eng_meta_fn fn, void *ctx)
 {
     bt_engine *e = (bt_engine *)eh;
-    bt_pos pos;
+    bt_cur c = {0};
+    md_error err;
     char key[ENG_IDENT_MAX + 8];
-    int rc = bt_search(e->meta, (const uint8_t *)"cat:", 4, 0, &pos, NULL, &e->last_err);
-    if (rc == 0)
-        rc = bt_pos_normalize(e->meta, &pos, &e->last_err);
-    for (; rc == 0; rc = bt_pos_next(e->meta, &pos, &e->last_err)) {
-        bt_ent *en = bt_pos_ent(&pos);
+    int rc;
+    for (bool first = true;; first = false) {
         bson_t view;
-        if (en->klen < 4 || memcmp(en->key, "cat:", 4) != 0 || en->klen - 4 >= sizeof key)
+        bt_read_check(e);
+        bt_latch_shared(e);
+        rc = first ? bt_cur_find(e, bt_txn_mine(e), e->meta, &c, (const uint8_t *)"cat:", 4, 0,
+                                 true, true, false, &err)
+                   : bt_cur_find(e, bt_txn_mine(e), e->meta, &c, c.key.p, (uint32_t)c.key.n,
+                                 c.rid, true, false, false, &err);
+        bt_unlatch(e);
+        if (rc)
             break;
-        memcpy(key, en->key + 4, en->klen - 4);
-        key[en->klen - 4] = '\0';
-        if (!bson_init_static(&view, en->val, en->vlen))
-            return MD_ECORRUPT;
+        if (c.key.n < 4 || memcmp(c.key.p, "cat:", 4) != 0 || c.key.n - 4 >= sizeof key)
+            break;
+        memcpy(key, c.key.p + 4, c.key.n - 4);
+        key[c.key.n - 4] = '\0';
+        if (!bson_init_static(&view, c.val.p, c.val.n)) {
+            rc = MD_ECORRUPT;
+            break;
+        }
         if (fn(ctx, key, &view))
             break;
     }
+    bt_cur_cleanup(&c);
     return rc == MD_NOTFOUND ? 0 : rc;
 }
 
 /* ---- create, open, drop ------------------------------------------------------- */
 
+/* Creates and drops change the tree list under the exclusive latch; the
+ * checkpoint waits for their transaction (e->txn). */
 int bt_obj_create(bt_engine *e, eng_txn *t, const char *ident, int kind,
                   const char *compressor, md_error *err)
 {
+    bt_txn *x = (bt_txn *)t;
     int rc = bt_txn_check(e, t, err);
     if (rc)
         return rc;
-    if (bt_find_tree(e, ident))
-        return md_error_set(err, MD_EEXISTS, MD_CODE_NAMESPACE_EXISTS, "%s already exists",
-                            ident);
     const bt_compressor *c = compressor ? bt_compressor_find(compressor) : e->default_comp;
     if (!c)
         return md_error_set(err, MD_EINVAL, MD_CODE_INVALID_OPTIONS,
                             "btree: unknown block_compressor '%s'", compressor);
     bt_tree *tr;
     bt_undo *u;
-    if ((rc = bt_tree_new(e, ident, kind, c, &tr, err)) != 0)
+    bt_latch_excl(e);
+    if (bt_find_tree(e, ident)) {
+        bt_unlatch(e);
+        return md_error_set(err, MD_EEXISTS, MD_CODE_NAMESPACE_EXISTS, "%s already exists",
+                            ident);
+    }
+    if ((rc = bt_tree_new(e, ident, kind, c, &tr, err)) != 0) {
+        bt_unlatch(e);
         return rc;
-    if (bt_add_tree(e, tr) || !(u = undo_push(e))) {
+    }
+    if (bt_add_tree(e, tr) || !(u = undo_push(x))) {
         if (e->ntrees && e->trees[e->ntrees - 1] == tr)
             e->ntrees--;
         unlink(tr->blk.path);
         bt_tree_destroy(tr);
+        bt_unlatch(e);
         return bt_nomem(err);
     }
     u->t = tr;
     u->kind = U_CREATE;
+    e->txn = x;
+    bt_unlatch(e);
     if (e->log.on)
-        bt_log_op_create(&e->txn->lg, ident, kind, c->name);
+        bt_log_op_create(&x->lg, ident, kind, c->name);
     return 0;
 }
 
 int bt_obj_drop(bt_engine *e, eng_txn *t, const char *ident, int kind)
 {
+    bt_txn *x = (bt_txn *)t;
+    bt_undo *u;
     if (bt_txn_check(e, t, NULL))
         return MD_EINVAL;
+    bt_latch_excl(e);
     bt_tree *tr = bt_find_tree(e, ident);
-    if (!tr || tr->kind != kind)
-        return MD_NOTFOUND;
-    bt_undo *u = undo_push(e);
-    if (!u)
-        return MD_ENOMEM;
+    if (!tr || tr->kind != kind || !(u = undo_push(x))) {
+        bt_unlatch(e);
+        return !tr || tr->kind != kind ? MD_NOTFOUND : MD_ENOMEM;
+    }
     u->t = tr;
     u->kind = U_DROP;
     tr->live = false;
+    e->txn = x;
+    bt_unlatch(e);
     if (e->log.on)
-        bt_log_op(&e->txn->lg, BT_LOG_DROP, ident, NULL, 0, 0, NULL, 0, false);
+        bt_log_op(&x->lg, BT_LOG_DROP, ident, NULL, 0, 0, NULL, 0, false);
     return 0;
 }
 
+static uint64_t handle_ids; /* bt_handle.hid */
+
 int bt_obj_open(bt_engine *e, const char *ident, int kind, bt_handle **out, md_error *err)
 {
+    bt_latch_excl(e);
     bt_tree *tr = bt_find_tree(e, ident);
+    bt_handle *h = tr && tr->kind == kind ? calloc(1, sizeof *h) : NULL;
+    if (h) {
+        h->h.rs.engine = &e->hdr;
+        h->t = tr;
+        h->hid = __atomic_add_fetch(&handle_ids, 1, __ATOMIC_RELAXED);
+        pthread_mutex_init(&h->mu, NULL);
+        tr->refs++;
+    }
+    bt_unlatch(e);
     if (!tr || tr->kind != kind)
         return md_error_set(err, MD_NOTFOUND, MD_CODE_NAMESPACE_NOT_FOUND, "%s not found",
                             ident);
-    bt_handle *h = calloc(1, sizeof *h);
     if (!h)
         return bt_nomem(err);
-    h->h.rs.engine = &e->hdr;
-    h->t = tr;
-    tr->refs++;
     *out = h;
     return 0;
 }
@@ -644,30 +555,35 @@ int bt_obj_open(bt_engine *e, const char *ident, int kind, bt_handle **out, md_e
 void bt_obj_close(bt_handle *h)
 {
     bt_engine *e = h->t->eng;
-    bt_pin_clear(e, &h->pin);
+    bt_latch_excl(e);
     h->t->refs--;
+    bt_sweep_trees(e);
+    bt_unlatch(e);
+    for (bt_view *v = h->views, *n; v; v = n) {
+        n = v->next;
+        bt_buf_free(&v->b);
+        free(v);
+    }
+    pthread_mutex_destroy(&h->mu);
     free(h);
-    sweep(e);
 }
 
-/* Remove every entry through the undo log. */
+/* Remove every entry the transaction sees, each as an ordinary write. */
 int bt_obj_truncate(bt_engine *e, bt_tree *t, eng_txn *txn)
 {
+    bt_cur c = {0};
+    md_error err;
     int rc = bt_txn_check(e, txn, NULL);
     while (rc == 0) {
-        bt_pos pos;
-        bt_ent *en;
-        if ((rc = bt_search(t, NULL, 0, INT64_MIN, &pos, NULL, &e->last_err)) != 0 ||
-            (rc = bt_pos_normalize(t, &pos, &e->last_err)) != 0)
-            break;
-        en = bt_pos_ent(&pos);
-        uint8_t *k = malloc(en->klen + 1);
-        if (!k)
-            return MD_ENOMEM;
-        memcpy(k, en->key, en->klen);
-        rc = bt_logged(e, t, k, en->klen, en->rid, NULL, 0, false, true, &e->last_err);
-        free(k);
+        bt_latch_shared(e);
+        rc = bt_cur_find(e, (bt_txn *)txn, t, &c, c.key.p, (uint32_t)c.key.n, c.rid, true,
+                         false, !c.have, &err);
+        bt_unlatch(e);
+        if (rc == 0)
+            rc = bt_write(e, (bt_txn *)txn, t, c.key.p, (uint32_t)c.key.n, c.rid, NULL, 0,
+                          BT_W_REMOVE, NULL, &err);
     }
+    bt_cur_cleanup(&c);
     return rc == MD_NOTFOUND ? 0 : rc;
 }
 
@@ -690,6 +606,7 @@ const eng_ops bt_engine_ops = {
     .name = "btree",
     .has_damages = false,
     .collection_lock = false,
+    .concurrent = true,
     .owns_dir = bt_owns_dir,
     .open = bt_open,
     .close = bt_close,

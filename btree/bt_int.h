@@ -10,8 +10,28 @@
  *   bt_ckpt.c      checkpoints, the metadata tree, the turtle file, open
  *   bt_compact.c   compact: a tree rewritten into a new file at a checkpoint
  *   bt_log.c       the write-ahead log: commit records, group commit, recovery
- *   bt_engine.c    the eng_ops table
+ *   bt_txn.c       transactions: snapshots, update chains, conflicts, latch
+ *   bt_store.c     record and sorted stores, cursors over base + overlay
+ *   bt_engine.c    the eng_ops table, catalog, create and drop
  *   bt_verify.c    the verifier
+ *
+ * ---- Concurrency (ops->concurrent, after WiredTiger) ------------------------
+ * The pages (the "base") hold committed data only; a transaction's writes
+ * are versions in per-tree overlays (bt_overlay: a skiplist of update
+ * chains, newest first) until commit applies them to the base under the
+ * engine latch held exclusively.  Every read and write call holds the latch
+ * shared for its duration, so it sees the base whole; readers in a
+ * transaction resolve keys that have a chain through it (their snapshot),
+ * others read the base (the latest commit).  Nothing a reader returns
+ * points into a page (copies), so eviction, splits and checkpoints, all
+ * under the exclusive latch, end no view.  Page-in happens under the
+ * shared latch (e->page_mu, atomically published child pointers).
+ *
+ *   thread ──shared latch──> base pages (read, page-in)
+ *          ──+ t->ov.mu────> a tree's overlay (versions, conflicts)
+ *   commit ──exclusive─────> log record, stamp, apply, sweep, checkpoint
+ *
+ * Invariants 5-7 are in bt_txn.c.
  *
  * ---- File ------------------------------------------------------------------
  * A file is a sequence of blocks, each a multiple of BT_ALLOC (4096) bytes.
@@ -111,6 +131,7 @@
  *    empty; an internal entry's key is <= every key below it.
  * 4. A dirty internal page's address is stale; a clean page's address holds
  *    its current image.  A page with an in-memory dirty child is not evicted.
+ *    Pages change only under the exclusive latch (bt_txn.c invariant 7).
  */
 #ifndef BT_INT_H
 #define BT_INT_H
@@ -217,19 +238,53 @@ struct bt_page {
     size_t disk_est; /* upper bound of the uncompressed image */
     size_t next_check; /* leaf: measure the exact image again at this disk_est */
     size_t mem;      /* bytes charged to the cache */
-    uint64_t read_gen;
-    int pins;           /* views handed out from this page ... */
-    uint64_t pin_epoch; /* ... counted while this is the engine's view_epoch */
+    uint64_t read_gen; /* access clock (atomic: readers bump it under the shared latch) */
 };
 
-/* The page a handle's or cursor's latest view points into: eviction by a
- * read leaves it alone until the next write ends every view (eng.h). */
-typedef struct bt_pin {
-    bt_page *page;
-    uint64_t epoch;
-} bt_pin;
-
 typedef struct bt_engine bt_engine;
+
+/* ---- versions (bt_txn.c) ------------------------------------------------------ */
+
+/* One version of a key, in a chain newest first.  txn_id 0 marks the base
+ * image the chain started from; ts is the commit timestamp, 0 while the
+ * writer has not committed.  present = false is a tombstone (or "absent"
+ * for a base image).  The oldest version of a chain is visible to every
+ * open snapshot (invariant 6). */
+typedef struct bt_upd {
+    struct bt_upd *older;
+    uint64_t txn_id;
+    uint64_t ts;
+    bool present;
+    uint32_t vlen;
+    uint8_t *val; /* owned; NULL when there is no value */
+    size_t mod;   /* uncommitted: the writer's bt_mod index */
+} bt_upd;
+
+#define BT_SKIP_MAX 24
+
+/* A key's update chain: a node of its tree's overlay skiplist. */
+typedef struct bt_chain {
+    bt_upd *head;
+    uint8_t *key; /* owned */
+    uint32_t klen;
+    eng_rid rid;
+    bool on_sweep; /* listed in the tree's ov.sweep */
+    int height;
+    struct bt_chain *next[]; /* height links */
+} bt_chain;
+
+/* A tree's overlay: (key, rid) -> chain, ordered as the tree.  Changed
+ * under the shared latch and mu, or under the exclusive latch. */
+typedef struct bt_overlay {
+    pthread_mutex_t mu;
+    bool mu_ok;              /* mu initialized (bt_ov_init) */
+    bt_chain *head[BT_SKIP_MAX];
+    size_t n;                /* chains (atomic: read without mu) */
+    bt_chain **sweep;        /* chains with a committed head, to drop later */
+    size_t nsweep, capsweep;
+    size_t swept_n;          /* nsweep after the last sweep */
+    uint64_t swept_oldest;   /* the oldest snapshot at the last sweep */
+} bt_overlay;
 
 /* One file: a record store, a sorted store or the metadata tree. */
 typedef struct bt_tree {
@@ -258,6 +313,7 @@ typedef struct bt_tree {
     int64_t live_raw, live_disk;
     bool unlink_now; /* an aborted create: its file is in no checkpoint */
     bool compact;    /* rewrite into a new file at the next checkpoint */
+    bt_overlay ov;   /* uncommitted and not yet dropped versions */
 } bt_tree;
 
 bt_page *bt_page_new(int type);
@@ -304,18 +360,13 @@ int bt_evict(bt_engine *e, size_t target);
 
 /* ---- the engine (bt_engine.c, bt_ckpt.c) ---------------------------------- */
 
-enum { U_PUT, U_CREATE, U_DROP };
+/* A create or drop, undone by abort (the base is never written before
+ * commit otherwise). */
+enum { U_CREATE, U_DROP };
 
 typedef struct bt_undo {
     bt_tree *t;
-    int kind; /* U_PUT (restore old or delete), U_CREATE, U_DROP, U_COUNTERS */
-    uint8_t *key;
-    uint32_t klen;
-    eng_rid rid;
-    uint8_t *old;
-    uint32_t olen;
-    bool had_old, oval;
-    int64_t d_ins, d_upd, d_bytes;
+    int kind;
 } bt_undo;
 
 /* A growable byte string. */
@@ -325,8 +376,22 @@ typedef struct bt_buf {
     bool oom; /* an append failed: the contents are incomplete */
 } bt_buf;
 
+/* A chain this transaction has its (one) uncommitted version in, with the
+ * record-store counter deltas that commit applies. */
+typedef struct bt_mod {
+    bt_tree *t;
+    bt_chain *c;
+    int64_t d_ins, d_upd, d_bytes, d_ubytes;
+} bt_mod;
+
 typedef struct bt_txn {
     eng_txn hdr;
+    uint64_t id;      /* never 0 */
+    uint64_t wseq;    /* writes made: cursors re-read their entry after one */
+    uint64_t read_ts; /* the snapshot: commits with ts <= read_ts */
+    struct bt_txn *prev, *next; /* the engine's open list (e->txn_mu) */
+    bt_mod *m;
+    size_t nm, capm;
     bt_undo *u;
     size_t n, cap;
     bt_buf lg; /* the body of this transaction's log record */
@@ -370,12 +435,13 @@ struct bt_engine {
     size_t ntrees, captrees;
     char **unlink_after; /* files of committed drops, removed after a checkpoint */
     size_t nunlink;
-    bt_txn *txn;
+    bt_txn *txn; /* the transaction with a create or drop in flight: the
+                    checkpoint waits for its end (ckpt_pending) */
     const bt_compressor *default_comp;
-    size_t cache_max, cache_bytes, dirty_bytes;
-    uint64_t gen;        /* bumped on every structural change */
-    uint64_t read_gen;   /* access clock */
-    uint64_t view_epoch; /* bumped when every view dies: a write, a txn end */
+    size_t cache_max, cache_bytes, dirty_bytes; /* cache_bytes: atomic */
+    uint64_t gen;        /* bumped on every change of the base (exclusive latch) */
+    uint64_t read_gen;   /* access clock (atomic) */
+    uint64_t view_epoch; /* bumped by compact (bt_compact.c); nothing reads it */
     uint64_t next_file_id;
     int64_t checkpoints, evictions;
     double ckpt_interval; /* seconds */
@@ -386,6 +452,22 @@ struct bt_engine {
     md_error last_err;
     uint64_t ckpt_lsn; /* from the turtle: the log is replayed from here */
     bt_log log;
+    /* Concurrency (bt_txn.c).  Lock order: latch, a tree's ov.mu, page_mu;
+     * txn_mu and a handle's mu are leaves. */
+    uint64_t id;               /* unique per open, for the per-thread txn table */
+    bool evicting;             /* a reader is evicting (atomic) */
+    pthread_rwlock_t latch;    /* shared: a read or write call; exclusive:
+                                  commit's apply, eviction, checkpoint,
+                                  structural ops */
+    pthread_mutex_t page_mu;   /* page-in under the shared latch */
+    pthread_mutex_t txn_mu;    /* open, last_ts, next_txn */
+    bt_txn *open;              /* open transactions */
+    uint64_t last_ts;          /* the latest commit timestamp */
+    uint64_t next_txn;
+    struct {                   /* statistics, atomic */
+        int64_t begins, commits, aborts, conflicts, freed;
+        int64_t sh_n, sh_us, ex_n, ex_us;
+    } st;
 };
 
 /* A handle on a record or sorted store. */
@@ -395,8 +477,18 @@ typedef struct bt_handle {
         eng_ss ss;
     } h;
     bt_tree *t;
-    bt_pin pin; /* the leaf of the last eng_rs_get view */
+    uint64_t hid;       /* unique, for the threads' view caches */
+    pthread_mutex_t mu; /* views */
+    struct bt_view *views; /* one per thread that read through the handle */
 } bt_handle;
+
+/* A thread's copy of the last value read through a handle (eng.h: a view
+ * lasts until that thread's next read through the handle). */
+typedef struct bt_view {
+    struct bt_view *next;
+    pthread_t owner;
+    bt_buf b;
+} bt_view;
 
 #define BT_ENG(h) ((bt_engine *)(h)->engine)
 #define BT_TREE(h) (((bt_handle *)(h))->t)
@@ -404,13 +496,9 @@ typedef struct bt_handle {
 bt_tree *bt_find_tree(bt_engine *e, const char *ident);
 int bt_cache_check(bt_engine *e);
 void bt_read_check(bt_engine *e);
-void bt_pin_set(bt_engine *e, bt_pin *pin, bt_page *p);
-void bt_pin_clear(bt_engine *e, bt_pin *pin);
-bool bt_pinned(const bt_engine *e, const bt_page *p);
 int bt_txn_check(bt_engine *e, eng_txn *t, md_error *err);
-int bt_logged(bt_engine *e, bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid,
-              const uint8_t *val, uint32_t vlen, bool has_val, bool del, md_error *err);
-void bt_undo_counters(bt_engine *e, int64_t ins, int64_t upd, int64_t bytes);
+void bt_sweep_trees(bt_engine *e);
+void bt_commit_checkpoint(bt_engine *e, bool want);
 int bt_obj_create(bt_engine *e, eng_txn *t, const char *ident, int kind,
                   const char *compressor, md_error *err);
 int bt_obj_drop(bt_engine *e, eng_txn *t, const char *ident, int kind);
@@ -420,6 +508,57 @@ int bt_obj_truncate(bt_engine *e, bt_tree *t, eng_txn *txn);
 int64_t bt_file_size(bt_tree *t);
 int bt_verify_tree(bt_tree *t, eng_validate *v);
 int bt_tree_recount(bt_tree *t, md_error *err);
+
+/* bt_txn.c: latches, transactions, update chains */
+int bt_conc_init(bt_engine *e);
+void bt_conc_cleanup(bt_engine *e);
+void bt_latch_shared(bt_engine *e);
+void bt_latch_excl(bt_engine *e);
+void bt_unlatch(bt_engine *e);
+bt_txn *bt_txn_mine(bt_engine *e);
+int bt_txn_begin(eng_engine *e, eng_txn **out);
+int bt_txn_commit(eng_txn *t, bool durable, md_error *err);
+void bt_txn_abort(eng_txn *t);
+void bt_txn_status(bt_engine *e, bson_t *sub);
+
+/* What a write expects of the key's current version (bt_write). */
+enum {
+    BT_W_INSERT,   /* a new RecordId: nothing there */
+    BT_W_UPDATE,   /* must be present (MD_NOTFOUND) */
+    BT_W_REMOVE,   /* must be present (MD_NOTFOUND) */
+    BT_W_PUT,      /* catalog put: either */
+    BT_W_DEL,      /* catalog delete: either */
+    BT_W_SSINSERT, /* present: a no-op */
+    BT_W_UNIQUE,   /* as SSINSERT, and no other rid with equal key bytes */
+};
+int bt_write(bt_engine *e, bt_txn *x, bt_tree *t, const uint8_t *key, uint32_t klen,
+             eng_rid rid, const uint8_t *val, uint32_t vlen, int mode, eng_rid *rid_out,
+             md_error *err);
+int bt_buf_set(bt_buf *b, const uint8_t *p, size_t n);
+int bt_lookup(bt_engine *e, bt_txn *x, bt_tree *t, const uint8_t *key, uint32_t klen,
+              eng_rid rid, bt_buf *val, md_error *err);
+bt_chain *bt_ov_seek(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, bool incl);
+bt_chain *bt_ov_seek_back(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid,
+                          bool incl, bool inf);
+const bt_upd *bt_visible(const bt_chain *c, const bt_txn *x);
+size_t bt_ov_count(bt_tree *t);
+void bt_ov_init(bt_tree *t);
+void bt_ov_free(bt_engine *e, bt_tree *t);
+
+/* bt_store.c: a position merging a tree's base with the caller's snapshot.
+ * The current entry is a copy (key, val); pos is the base entry at or
+ * after it, reused while gen is still the engine's. */
+typedef struct bt_cur {
+    bool have; /* key, rid and val hold an entry */
+    bt_buf key, val;
+    eng_rid rid;
+    bool pos_ok;
+    uint64_t gen;
+    bt_pos pos;
+} bt_cur;
+int bt_cur_find(bt_engine *e, bt_txn *x, bt_tree *t, bt_cur *c, const uint8_t *key,
+                uint32_t klen, eng_rid rid, bool fwd, bool incl, bool inf, md_error *err);
+void bt_cur_cleanup(bt_cur *c);
 
 /* bt_store.c: record and sorted stores, their cursors */
 int bt_rs_create(eng_engine *e, eng_txn *t, const char *ident, const eng_rs_options *o,

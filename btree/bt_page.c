@@ -36,7 +36,7 @@ bt_page *bt_page_new(int type)
 void bt_page_charge(bt_tree *t, bt_page *p, long delta)
 {
     p->mem = (size_t)((long)p->mem + delta);
-    t->eng->cache_bytes = (size_t)((long)t->eng->cache_bytes + delta);
+    __atomic_add_fetch(&t->eng->cache_bytes, (size_t)delta, __ATOMIC_RELAXED); /* page-in */
     if (p->dirty)
         t->eng->dirty_bytes = (size_t)((long)t->eng->dirty_bytes + delta);
 }
@@ -422,7 +422,7 @@ int bt_page_read(bt_tree *t, const bt_addr *a, bt_page **out, md_error *err)
         bt_page_free(t, p);
         return rc;
     }
-    p->read_gen = ++t->eng->read_gen;
+    p->read_gen = __atomic_add_fetch(&t->eng->read_gen, 1, __ATOMIC_RELAXED);
     *out = p;
     return 0;
 }

@@ -1,26 +1,135 @@
 /*
- * bt_store.c -- record stores and sorted stores on the B+tree, and their
- * cursors.
+ * bt_store.c -- record stores and sorted stores on the B+tree, their
+ * cursors, and the merged position (bt_cur) every scan is built on.
  *
  * A record store's entries are (empty key, RecordId) -> BSON; RecordIds
- * come from a per-store counter that is never reused and is persisted in
- * the checkpoint.  There are no in-place updates: an update stores the
- * whole new document under the same RecordId (moved = false), so every
- * update counts as "in place" for the contract's counters, and bytes
- * written per update shows the rewrite cost.
+ * come from a per-store counter that is never reused (aborted inserts burn
+ * theirs) and is persisted in the checkpoint.  There are no in-place
+ * updates: an update stores the whole new document under the same RecordId
+ * (moved = false), so every update counts as "in place" for the contract's
+ * counters, and bytes written per update shows the rewrite cost.
  *
  * A sorted store's entries are (key bytes, rid) with no value.
  *
- * Cursors keep a copy of their current key (rid for record stores) and a
- * position valid while the engine generation is unchanged; after any
- * write or eviction they re-seek from the key.  save/restore therefore
- * only force that re-seek.
+ * Every read runs under the shared latch and copies what it returns:
+ * eng_rs_get into the calling thread's buffer of the handle (bt_view),
+ * cursors into their own buffers, so no other thread can end a view.  In
+ * a transaction a read resolves keys through their update chains
+ * (bt_txn.c); outside one it reads the base, the latest committed state.
+ * A cursor keeps its current entry and finds the next one after it at
+ * every step, merging the base with the overlay (a tombstone hides a base
+ * entry); save and restore therefore have nothing to do but re-read.
  */
-#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bt_int.h"
+
+/* ---- merged positions ------------------------------------------------------------ */
+
+void bt_cur_cleanup(bt_cur *c)
+{
+    bt_buf_free(&c->key);
+    bt_buf_free(&c->val);
+}
+
+/* The base entry after (fwd) or before the point, into c->pos; NULL at
+ * the end.  A forward step from c's current entry reuses c->pos. */
+static int base_find(bt_engine *e, bt_tree *t, bt_cur *c, const uint8_t *key, uint32_t klen,
+                     eng_rid rid, bool fwd, bool incl, bool inf, bt_ent **out, md_error *err)
+{
+    bool exact = false, step = fwd && !inf && !incl && c->have && c->pos_ok &&
+                              c->gen == e->gen && key == c->key.p && rid == c->rid;
+    bt_ent *en;
+    int rc = 0;
+    *out = NULL;
+    if (!step && !fwd && inf) {
+        rc = bt_pos_last(t, &c->pos, err);
+    } else if (!step) {
+        if (inf)
+            key = NULL, klen = 0, rid = INT64_MIN, incl = true;
+        if ((rc = bt_search(t, key, klen, rid, &c->pos, &exact, err)) != 0)
+            return rc;
+        if (!fwd)
+            rc = exact && incl ? 0 : bt_pos_prev(t, &c->pos, err);
+        else if ((rc = bt_pos_normalize(t, &c->pos, err)) == 0 && exact && !incl)
+            rc = bt_pos_next(t, &c->pos, err);
+    }
+    while (rc == 0 && step && (en = bt_pos_ent(&c->pos)) &&
+           eng_key_cmp(en->key, en->klen, en->rid, key, klen, rid) <= 0)
+        rc = bt_pos_next(t, &c->pos, err);
+    c->pos_ok = fwd && (rc == 0 || rc == MD_NOTFOUND);
+    c->gen = e->gen;
+    if (rc == 0)
+        *out = bt_pos_ent(&c->pos);
+    return rc == MD_NOTFOUND ? 0 : rc;
+}
+
+static int cur_take(bt_cur *c, const uint8_t *key, uint32_t klen, eng_rid rid,
+                    const uint8_t *val, uint32_t vlen)
+{
+    if (bt_buf_set(&c->key, key, klen) || bt_buf_set(&c->val, val, val ? vlen : 0))
+        return MD_ENOMEM;
+    c->rid = rid;
+    c->have = true;
+    return 0;
+}
+
+/* Merge the base candidate b with the overlay candidate o (chains in
+ * order from the point): a chain decides for its key, base entries
+ * without a chain stand.  Under t->ov.mu. */
+static int merge(bt_engine *e, bt_txn *x, bt_tree *t, bt_cur *c, bt_ent *b, bt_chain *o,
+                 bool fwd, md_error *err)
+{
+    for (;;) {
+        int k, rc;
+        if (!o && !b)
+            return MD_NOTFOUND;
+        k = !o ? 1 : !b ? -1 : eng_key_cmp(o->key, o->klen, o->rid, b->key, b->klen, b->rid);
+        if (!fwd && o && b)
+            k = -k;
+        if (k > 0)
+            return cur_take(c, b->key, b->klen, b->rid, b->val, b->vlen);
+        const bt_upd *u = bt_visible(o, x);
+        if (u->present)
+            return cur_take(c, o->key, o->klen, o->rid, u->val, u->vlen);
+        if (k == 0) {
+            rc = fwd ? bt_pos_next(t, &c->pos, err) : bt_pos_prev(t, &c->pos, err);
+            if (rc && rc != MD_NOTFOUND)
+                return rc;
+            b = rc ? NULL : bt_pos_ent(&c->pos);
+            c->pos_ok = c->pos_ok && rc == 0;
+        }
+        o = fwd ? o->next[0] : bt_ov_seek_back(t, o->key, o->klen, o->rid, false, false);
+    }
+}
+
+/* Position c on the first entry x sees after (fwd) or before the point
+ * (key, rid), or on it when incl; inf: from the start (fwd) or the end.
+ * MD_NOTFOUND past the end leaves c's entry as it was.  The caller holds
+ * the shared latch; `key` may be c's own current key. */
+int bt_cur_find(bt_engine *e, bt_txn *x, bt_tree *t, bt_cur *c, const uint8_t *key,
+                uint32_t klen, eng_rid rid, bool fwd, bool incl, bool inf, md_error *err)
+{
+    bt_ent *b;
+    int rc = base_find(e, t, c, key, klen, rid, fwd, incl, inf, &b, err);
+    if (rc)
+        return rc;
+    if (!x || !bt_ov_count(t)) {
+        if (!b)
+            return MD_NOTFOUND;
+        return cur_take(c, b->key, b->klen, b->rid, b->val, b->vlen);
+    }
+    pthread_mutex_lock(&t->ov.mu);
+    bt_chain *o;
+    if (fwd)
+        o = inf ? t->ov.head[0] : bt_ov_seek(t, key, klen, rid, incl);
+    else
+        o = bt_ov_seek_back(t, key, klen, rid, incl, inf);
+    rc = merge(e, x, t, c, b, o, fwd, err);
+    pthread_mutex_unlock(&t->ov.mu);
+    return rc;
+}
 
 /* ---- record stores ------------------------------------------------------------ */
 
@@ -57,32 +166,54 @@ int bt_rs_insert(eng_rs *rs, eng_txn *t, const uint8_t *data, uint32_t len, eng_
     int rc = bt_txn_check(e, t, err);
     if (rc)
         return rc;
-    eng_rid rid = tr->next_rid;
-    if ((rc = bt_logged(e, tr, NULL, 0, rid, data, len, true, false, err)) != 0)
-        return rc;
-    tr->next_rid++;
-    tr->n_inserts++;
-    tr->bytes_written += len;
-    bt_undo_counters(e, 1, 0, len);
-    *out = rid;
-    return 0;
+    return bt_write(e, (bt_txn *)t, tr, NULL, 0, 0, data, len, BT_W_INSERT, out, err);
+}
+
+/* The calling thread's view buffer of handle h: found through a small
+ * thread-local cache by the handle's unique id, else in the handle's list
+ * (h->mu).  Ids are never reused, so a closed handle's entries never
+ * match again. */
+static bt_view *view_of(bt_handle *h)
+{
+    static __thread struct {
+        uint64_t hid;
+        bt_view *v;
+    } cache[8];
+    pthread_t me = pthread_self();
+    bt_view *v;
+    if (cache[h->hid % 8].hid == h->hid)
+        return cache[h->hid % 8].v;
+    pthread_mutex_lock(&h->mu);
+    for (v = h->views; v && !pthread_equal(v->owner, me); v = v->next)
+        ;
+    if (!v && (v = calloc(1, sizeof *v)) != NULL) {
+        v->owner = me;
+        v->next = h->views;
+        h->views = v;
+    }
+    pthread_mutex_unlock(&h->mu);
+    if (v) {
+        cache[h->hid % 8].hid = h->hid;
+        cache[h->hid % 8].v = v;
+    }
+    return v;
 }
 
 int bt_rs_get(eng_rs *rs, eng_rid rid, const uint8_t **data, uint32_t *len)
 {
     bt_engine *e = BT_ENG(rs);
-    bt_pos pos;
-    bool exact;
+    bt_view *v = view_of((bt_handle *)rs);
+    md_error err;
+    if (!v)
+        return MD_ENOMEM;
     bt_read_check(e);
-    int rc = bt_search(BT_TREE(rs), NULL, 0, rid, &pos, &exact, &e->last_err);
+    bt_latch_shared(e);
+    int rc = bt_lookup(e, bt_txn_mine(e), BT_TREE(rs), NULL, 0, rid, &v->b, &err);
+    bt_unlatch(e);
     if (rc)
         return rc;
-    if (!exact)
-        return MD_NOTFOUND;
-    bt_ent *en = bt_pos_ent(&pos);
-    bt_pin_set(e, &((bt_handle *)rs)->pin, pos.pg[pos.depth - 1]);
-    *data = en->val;
-    *len = en->vlen;
+    *data = v->b.p ? v->b.p : (const uint8_t *)"";
+    *len = (uint32_t)v->b.n;
     return 0;
 }
 
@@ -90,20 +221,15 @@ int bt_rs_update(eng_rs *rs, eng_txn *t, eng_rid rid, const uint8_t *data, uint3
                  eng_rid *new_rid, bool *moved, md_error *err)
 {
     bt_engine *e = BT_ENG(rs);
-    bt_tree *tr = BT_TREE(rs);
-    bt_ent *en;
     int rc = bt_txn_check(e, t, err);
     if (rc)
         return rc;
-    if ((rc = bt_get(tr, NULL, 0, rid, &en, err)) == MD_NOTFOUND)
+    rc = bt_write(e, (bt_txn *)t, BT_TREE(rs), NULL, 0, rid, data, len, BT_W_UPDATE, NULL, err);
+    if (rc == MD_NOTFOUND)
         return md_error_set(err, MD_NOTFOUND, MD_CODE_NO_SUCH_KEY, "no record %lld",
                             (long long)rid);
-    if (rc || (rc = bt_logged(e, tr, NULL, 0, rid, data, len, true, false, err)) != 0)
+    if (rc)
         return rc;
-    tr->n_updates++;
-    tr->bytes_written += len;
-    tr->upd_bytes += len;
-    bt_undo_counters(e, 0, 1, len);
     *new_rid = rid;
     *moved = false;
     return 0;
@@ -112,10 +238,11 @@ int bt_rs_update(eng_rs *rs, eng_txn *t, eng_rid rid, const uint8_t *data, uint3
 int bt_rs_remove(eng_rs *rs, eng_txn *t, eng_rid rid)
 {
     bt_engine *e = BT_ENG(rs);
+    md_error err;
     int rc = bt_txn_check(e, t, NULL);
     if (rc)
         return rc;
-    return bt_logged(e, BT_TREE(rs), NULL, 0, rid, NULL, 0, false, true, &e->last_err);
+    return bt_write(e, (bt_txn *)t, BT_TREE(rs), NULL, 0, rid, NULL, 0, BT_W_REMOVE, NULL, &err);
 }
 
 int bt_rs_truncate(eng_rs *rs, eng_txn *t)
@@ -128,9 +255,12 @@ int bt_rs_set_alloc(eng_rs *rs, eng_txn *t, int alloc)
     return 0; /* no allocation strategies: records are never padded */
 }
 
+/* Counters of the committed state (commit applies them). */
 void bt_rs_stats(eng_rs *rs, struct eng_rs_stats *s)
 {
     bt_tree *t = BT_TREE(rs);
+    bt_engine *e = BT_ENG(rs);
+    bt_latch_shared(e);
     s->count = t->count;
     s->data_size = t->data_size;
     /* The file's size on disk, as WiredTiger reports it: with compression
@@ -141,6 +271,7 @@ void bt_rs_stats(eng_rs *rs, struct eng_rs_stats *s)
     s->n_inplace = t->n_updates; /* RecordIds never change */
     s->n_moves = 0;
     s->bytes_written = t->bytes_written;
+    bt_unlatch(e);
 }
 
 /* The "btree" statistics: pages of the tree as it is now; the compression
@@ -152,6 +283,7 @@ void bt_rs_append_stats(eng_rs *rs, bson_t *sub)
     bt_tree *t = BT_TREE(rs);
     bt_engine *e = BT_ENG(rs);
     bson_t pages;
+    bt_latch_shared(e);
     BSON_APPEND_DOCUMENT_BEGIN(sub, "pages", &pages);
     BSON_APPEND_INT64(&pages, "internal", t->pages_int);
     BSON_APPEND_INT64(&pages, "leaf", t->pages_leaf);
@@ -164,15 +296,26 @@ void bt_rs_append_stats(eng_rs *rs, bson_t *sub)
     BSON_APPEND_UTF8(sub, "compressor", t->comp->name);
     BSON_APPEND_DOUBLE(sub, "compressionRatio",
                        t->live_disk > 0 ? (double)t->live_raw / (double)t->live_disk : 1.0);
-    BSON_APPEND_INT64(sub, "cacheBytes", (int64_t)e->cache_bytes);
+    BSON_APPEND_INT64(sub, "cacheBytes",
+                      (int64_t)__atomic_load_n(&e->cache_bytes, __ATOMIC_RELAXED));
     BSON_APPEND_INT64(sub, "dirtyBytes", (int64_t)e->dirty_bytes);
     BSON_APPEND_INT64(sub, "checkpoints", e->checkpoints);
+    bt_unlatch(e);
+}
+
+/* The verifier reads pages in and walks every one: nothing may move. */
+static int64_t verify_excl(bt_tree *t, eng_validate *v)
+{
+    bt_latch_excl(t->eng);
+    bt_verify_tree(t, v);
+    int64_t n = t->count;
+    bt_unlatch(t->eng);
+    return n;
 }
 
 int bt_rs_validate(eng_rs *rs, eng_validate *v)
 {
-    bt_verify_tree(BT_TREE(rs), v);
-    BSON_APPEND_INT64(&v->info, "nrecords", BT_TREE(rs)->count);
+    BSON_APPEND_INT64(&v->info, "nrecords", verify_excl(BT_TREE(rs), v));
     return 0;
 }
 
@@ -180,20 +323,18 @@ int bt_test_depth(eng_rs *rs)
 {
     bt_pos pos;
     bt_tree *t = BT_TREE(rs);
-    if (bt_search(t, NULL, 0, 0, &pos, NULL, NULL) != 0)
-        return -1;
-    return pos.depth;
+    bt_latch_shared(t->eng);
+    int rc = bt_search(t, NULL, 0, 0, &pos, NULL, NULL);
+    bt_unlatch(t->eng);
+    return rc ? -1 : pos.depth;
 }
 
 /* ---- record-store cursors ------------------------------------------------------ */
 
 typedef struct bt_rs_cursor {
     eng_rs_cursor hdr;
-    bool forward, positioned;
-    eng_rid last; /* last rid returned, 0 before the first */
-    uint64_t gen;
-    bt_pos pos;
-    bt_pin pin; /* the leaf of the last view */
+    bool forward;
+    bt_cur cur; /* the last record returned */
 } bt_rs_cursor;
 
 int bt_rs_cursor_open(eng_rs *rs, bool forward, eng_rs_cursor **out)
@@ -207,60 +348,37 @@ int bt_rs_cursor_open(eng_rs *rs, bool forward, eng_rs_cursor **out)
     return 0;
 }
 
-/* Position on the record after (or before) c->last by searching. */
-static int rs_reseek(bt_rs_cursor *c, bt_tree *t, md_error *err)
-{
-    int rc;
-    if (c->forward) {
-        if ((rc = bt_search(t, NULL, 0, c->last + 1, &c->pos, NULL, err)) != 0)
-            return rc;
-        return bt_pos_normalize(t, &c->pos, err);
-    }
-    if (c->last == ENG_RID_NONE)
-        return bt_pos_last(t, &c->pos, err);
-    if ((rc = bt_search(t, NULL, 0, c->last, &c->pos, NULL, err)) != 0)
-        return rc;
-    return bt_pos_prev(t, &c->pos, err);
-}
-
+/* The record after the last one returned (which may be gone). */
 int bt_rs_cursor_next(eng_rs_cursor *ch, eng_rid *rid, const uint8_t **data, uint32_t *len)
 {
     bt_rs_cursor *c = (bt_rs_cursor *)ch;
-    bt_tree *t = BT_TREE(ch->rs);
     bt_engine *e = BT_ENG(ch->rs);
-    int rc;
+    md_error err;
     bt_read_check(e);
-    if (c->positioned && c->gen == e->gen)
-        rc = c->forward ? bt_pos_next(t, &c->pos, &e->last_err)
-                        : bt_pos_prev(t, &c->pos, &e->last_err);
-    else
-        rc = rs_reseek(c, t, &e->last_err);
-    c->positioned = rc == 0;
-    c->gen = e->gen;
+    bt_latch_shared(e);
+    int rc = bt_cur_find(e, bt_txn_mine(e), BT_TREE(ch->rs), &c->cur, NULL, 0, c->cur.rid,
+                         c->forward, false, !c->cur.have, &err);
+    bt_unlatch(e);
     if (rc)
         return rc;
-    bt_ent *en = bt_pos_ent(&c->pos);
-    bt_pin_set(e, &c->pin, c->pos.pg[c->pos.depth - 1]);
-    c->last = *rid = en->rid;
-    *data = en->val;
-    *len = en->vlen;
+    *rid = c->cur.rid;
+    *data = c->cur.val.p ? c->cur.val.p : (const uint8_t *)"";
+    *len = (uint32_t)c->cur.val.n;
     return 0;
 }
 
 void bt_rs_cursor_save(eng_rs_cursor *ch)
 {
-    ((bt_rs_cursor *)ch)->positioned = false;
 }
 
 int bt_rs_cursor_restore(eng_rs_cursor *ch)
 {
-    ((bt_rs_cursor *)ch)->positioned = false;
-    return 0;
+    return 0; /* every step finds the record after the last one */
 }
 
 void bt_rs_cursor_close(eng_rs_cursor *ch)
 {
-    bt_pin_clear(BT_ENG(ch->rs), &((bt_rs_cursor *)ch)->pin);
+    bt_cur_cleanup(&((bt_rs_cursor *)ch)->cur);
     free(ch);
 }
 
@@ -294,37 +412,22 @@ int bt_ss_insert(eng_ss *ss, eng_txn *t, const uint8_t *key, uint32_t klen, eng_
                  bool unique, eng_rid *dup_rid, md_error *err)
 {
     bt_engine *e = BT_ENG(ss);
-    bt_tree *tr = BT_TREE(ss);
-    bt_ent *en;
     int rc = bt_txn_check(e, t, err);
     if (rc)
         return rc;
-    if ((rc = bt_get(tr, key, klen, rid, &en, err)) != MD_NOTFOUND)
-        return rc; /* 0: the pair exists, a no-op */
-    if (unique) {
-        bt_pos pos;
-        if ((rc = bt_search(tr, key, klen, INT64_MIN, &pos, NULL, err)) != 0)
-            return rc;
-        rc = bt_pos_normalize(tr, &pos, err);
-        if (rc && rc != MD_NOTFOUND)
-            return rc;
-        en = rc == 0 ? bt_pos_ent(&pos) : NULL;
-        if (en && en->klen == klen && (klen == 0 || memcmp(en->key, key, klen) == 0)) {
-            if (dup_rid)
-                *dup_rid = en->rid;
-            return md_error_set(err, MD_EDUPKEY, MD_CODE_DUPLICATE_KEY, "duplicate key");
-        }
-    }
-    return bt_logged(e, tr, key, klen, rid, NULL, 0, false, false, err);
+    return bt_write(e, (bt_txn *)t, BT_TREE(ss), key, klen, rid, NULL, 0,
+                    unique ? BT_W_UNIQUE : BT_W_SSINSERT, dup_rid, err);
 }
 
 int bt_ss_remove(eng_ss *ss, eng_txn *t, const uint8_t *key, uint32_t klen, eng_rid rid)
 {
     bt_engine *e = BT_ENG(ss);
+    md_error err;
     int rc = bt_txn_check(e, t, NULL);
     if (rc)
         return rc;
-    return bt_logged(e, BT_TREE(ss), key, klen, rid, NULL, 0, false, true, &e->last_err);
+    return bt_write(e, (bt_txn *)t, BT_TREE(ss), key, klen, rid, NULL, 0, BT_W_REMOVE, NULL,
+                    &err);
 }
 
 int bt_ss_truncate(eng_ss *ss, eng_txn *t)
@@ -334,17 +437,25 @@ int bt_ss_truncate(eng_ss *ss, eng_txn *t)
 
 int64_t bt_ss_size(eng_ss *ss)
 {
-    return bt_file_size(BT_TREE(ss));
+    bt_engine *e = BT_ENG(ss);
+    bt_latch_shared(e); /* compact switches the file */
+    int64_t n = bt_file_size(BT_TREE(ss));
+    bt_unlatch(e);
+    return n;
 }
 
 int64_t bt_ss_entries(eng_ss *ss)
 {
-    return BT_TREE(ss)->count;
+    bt_engine *e = BT_ENG(ss);
+    bt_latch_shared(e);
+    int64_t n = BT_TREE(ss)->count;
+    bt_unlatch(e);
+    return n;
 }
 
 int bt_ss_validate(eng_ss *ss, eng_validate *v)
 {
-    bt_verify_tree(BT_TREE(ss), v);
+    verify_excl(BT_TREE(ss), v);
     return 0;
 }
 
@@ -352,14 +463,13 @@ int bt_ss_validate(eng_ss *ss, eng_validate *v)
 
 enum { SS_BEFORE, SS_AT, SS_AFTER };
 
+/* SS_AT: cur holds the current entry, as read when the engine generation
+ * was gen and the transaction txn had made wseq writes. */
 typedef struct bt_ss_cursor {
     eng_ss_cursor hdr;
     int state;
-    uint8_t *key; /* SS_AT: copy of the current entry */
-    uint32_t klen, kcap;
-    eng_rid rid;
-    uint64_t gen; /* pos is valid while this is the engine's */
-    bt_pos pos;
+    bt_cur cur;
+    uint64_t gen, txn, wseq;
 } bt_ss_cursor;
 
 int bt_ss_cursor_open(eng_ss *ss, eng_ss_cursor **out)
@@ -373,107 +483,81 @@ int bt_ss_cursor_open(eng_ss *ss, eng_ss_cursor **out)
     return 0;
 }
 
-/* Remember the entry at c->pos, or rest past an end on MD_NOTFOUND. */
-static int ss_capture(bt_ss_cursor *c, int rc, int end_state)
-{
-    c->gen = BT_ENG(c->hdr.ss)->gen;
-    if (rc) {
-        c->state = rc == MD_NOTFOUND ? end_state : c->state;
-        return rc;
-    }
-    bt_ent *en = bt_pos_ent(&c->pos);
-    if (en->klen > c->kcap) {
-        uint8_t *nk = realloc(c->key, en->klen);
-        if (!nk)
-            return MD_ENOMEM;
-        c->key = nk;
-        c->kcap = en->klen;
-    }
-    if (en->klen)
-        memcpy(c->key, en->key, en->klen);
-    c->klen = en->klen;
-    c->rid = en->rid;
-    c->state = SS_AT;
-    return 0;
-}
-
-static int ss_seek(bt_ss_cursor *c, const uint8_t *key, uint32_t klen, eng_rid rid, bool *exact)
+/* One step under the shared latch; MD_NOTFOUND rests at `end_state`. */
+static int ss_find(bt_ss_cursor *c, const uint8_t *key, uint32_t klen, eng_rid rid, bool fwd,
+                   bool incl, bool inf, int end_state)
 {
     bt_engine *e = BT_ENG(c->hdr.ss);
-    bt_tree *t = BT_TREE(c->hdr.ss);
-    int rc = bt_search(t, key, klen, rid, &c->pos, exact, &e->last_err);
+    md_error err;
+    bt_read_check(e);
+    bt_latch_shared(e);
+    bt_txn *x = bt_txn_mine(e);
+    int rc = bt_cur_find(e, x, BT_TREE(c->hdr.ss), &c->cur, key, klen, rid, fwd, incl, inf,
+                         &err);
+    c->gen = e->gen;
+    c->txn = x ? x->id : 0;
+    c->wseq = x ? x->wseq : 0;
+    bt_unlatch(e);
     if (rc == 0)
-        rc = bt_pos_normalize(t, &c->pos, &e->last_err);
+        c->state = SS_AT;
+    else if (rc == MD_NOTFOUND)
+        c->state = end_state;
     return rc;
 }
 
-/* After a write, find the saved entry again (or the next greater one);
- * *moved says the cursor is no longer on the saved entry. */
-static int ss_refresh(bt_ss_cursor *c, bool *moved)
+/* Find the current entry again (or the next greater one) if anything
+ * changed since it was read. */
+static int ss_refresh(bt_ss_cursor *c)
 {
-    bool exact = true;
-    *moved = false;
-    if (c->state != SS_AT || c->gen == BT_ENG(c->hdr.ss)->gen)
+    bt_engine *e = BT_ENG(c->hdr.ss);
+    bt_latch_shared(e);
+    bt_txn *x = bt_txn_mine(e);
+    bool same = c->gen == e->gen && c->txn == (x ? x->id : 0) && c->wseq == (x ? x->wseq : 0);
+    bt_unlatch(e);
+    if (c->state != SS_AT || same)
         return 0;
-    int rc = ss_seek(c, c->key, c->klen, c->rid, &exact);
-    *moved = !exact;
-    return ss_capture(c, rc, SS_AFTER);
+    return ss_find(c, c->cur.key.p, (uint32_t)c->cur.key.n, c->cur.rid, true, true, false,
+                   SS_AFTER);
 }
 
 int bt_ss_cursor_seek(eng_ss_cursor *ch, const uint8_t *key, uint32_t klen, eng_rid rid)
 {
-    bt_ss_cursor *c = (bt_ss_cursor *)ch;
-    bt_read_check(BT_ENG(ch->ss));
-    return ss_capture(c, ss_seek(c, key, klen, rid, NULL), SS_AFTER);
+    return ss_find((bt_ss_cursor *)ch, key, klen, rid, true, true, false, SS_AFTER);
 }
 
 int bt_ss_cursor_next(eng_ss_cursor *ch)
 {
     bt_ss_cursor *c = (bt_ss_cursor *)ch;
-    bool moved;
     if (c->state == SS_AFTER)
         return MD_NOTFOUND;
-    bt_read_check(BT_ENG(ch->ss));
     if (c->state == SS_BEFORE)
-        return bt_ss_cursor_seek(ch, NULL, 0, INT64_MIN);
-    int rc = ss_refresh(c, &moved);
-    if (rc || moved)
-        return rc;
-    bt_engine *e = BT_ENG(ch->ss);
-    return ss_capture(c, bt_pos_next(BT_TREE(ch->ss), &c->pos, &e->last_err), SS_AFTER);
+        return ss_find(c, NULL, 0, INT64_MIN, true, true, true, SS_AFTER);
+    return ss_find(c, c->cur.key.p, (uint32_t)c->cur.key.n, c->cur.rid, true, false, false,
+                   SS_AFTER);
 }
 
 int bt_ss_cursor_prev(eng_ss_cursor *ch)
 {
     bt_ss_cursor *c = (bt_ss_cursor *)ch;
-    bt_engine *e = BT_ENG(ch->ss);
-    bt_tree *t = BT_TREE(ch->ss);
-    bool moved;
     if (c->state == SS_BEFORE)
         return MD_NOTFOUND;
-    bt_read_check(e);
     if (c->state == SS_AFTER)
-        return ss_capture(c, bt_pos_last(t, &c->pos, &e->last_err), SS_BEFORE);
-    int rc = ss_refresh(c, &moved);
-    if (rc == MD_NOTFOUND) /* everything from the saved entry on is gone */
-        return ss_capture(c, bt_pos_last(t, &c->pos, &e->last_err), SS_BEFORE);
-    if (rc)
-        return rc;
-    return ss_capture(c, bt_pos_prev(t, &c->pos, &e->last_err), SS_BEFORE);
+        return ss_find(c, NULL, 0, INT64_MAX, false, true, true, SS_BEFORE);
+    return ss_find(c, c->cur.key.p, (uint32_t)c->cur.key.n, c->cur.rid, false, false, false,
+                   SS_BEFORE);
 }
 
 int bt_ss_cursor_get(eng_ss_cursor *ch, const uint8_t **key, uint32_t *klen, eng_rid *rid)
 {
     bt_ss_cursor *c = (bt_ss_cursor *)ch;
-    bool moved;
-    int rc = ss_refresh(c, &moved);
+    int rc = ss_refresh(c);
     if (rc)
         return rc;
     if (c->state != SS_AT)
         return MD_NOTFOUND;
-    *key = c->key ? c->key : (const uint8_t *)"";
-    *klen = c->klen;
-    *rid = c->rid;
+    *key = c->cur.key.p ? c->cur.key.p : (const uint8_t *)"";
+    *klen = (uint32_t)c->cur.key.n;
+    *rid = c->cur.rid;
     return 0;
 }
 
@@ -484,14 +568,15 @@ void bt_ss_cursor_save(eng_ss_cursor *ch)
 int bt_ss_cursor_restore(eng_ss_cursor *ch)
 {
     bt_ss_cursor *c = (bt_ss_cursor *)ch;
-    bool moved;
-    c->gen = BT_ENG(ch->ss)->gen - 1; /* force a re-seek */
-    int rc = ss_refresh(c, &moved);
+    if (c->state != SS_AT)
+        return 0;
+    int rc = ss_find(c, c->cur.key.p, (uint32_t)c->cur.key.n, c->cur.rid, true, true, false,
+                     SS_AFTER);
     return rc == MD_NOTFOUND ? 0 : rc;
 }
 
 void bt_ss_cursor_close(eng_ss_cursor *ch)
 {
-    free(((bt_ss_cursor *)ch)->key);
+    bt_cur_cleanup(&((bt_ss_cursor *)ch)->cur);
     free(ch);
 }

@@ -22,6 +22,11 @@
  * Positions (bt_pos) hold page pointers: they are valid until the tree's
  * engine generation changes (any write, split, eviction).  Cursors keep the
  * key and re-seek after that.
+ *
+ * Threads: searches and positions run under the engine's shared latch and
+ * may only load pages (cached_page); everything that changes the tree's
+ * shape or entries (put, delete, split, merge, reconcile, evict) runs under
+ * the exclusive latch (bt_txn.c).
  */
 #include <assert.h>
 #include <stdlib.h>
@@ -49,17 +54,27 @@ int bt_tree_init_empty(bt_tree *t)
 }
 
 /* The page at *a, read into *slot unless it is cached there already, and
- * marked as just used (eviction takes the least recently read). */
+ * marked as just used.  Readers under the shared latch may race to load
+ * the same page: e->page_mu makes one of them read it, and the pointer is
+ * published with release/acquire so the others see a complete page. */
 static int cached_page(bt_tree *t, const bt_addr *a, bt_page **slot, bt_page **out,
                        md_error *err)
 {
-    if (!*slot) {
-        int rc = bt_page_read(t, a, slot, err);
+    bt_engine *e = t->eng;
+    bt_page *p = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (!p) {
+        int rc = 0;
+        pthread_mutex_lock(&e->page_mu);
+        if (!(p = __atomic_load_n(slot, __ATOMIC_ACQUIRE)) &&
+            (rc = bt_page_read(t, a, &p, err)) == 0)
+            __atomic_store_n(slot, p, __ATOMIC_RELEASE);
+        pthread_mutex_unlock(&e->page_mu);
         if (rc)
             return rc;
     }
-    (*slot)->read_gen = ++t->eng->read_gen;
-    *out = *slot;
+    __atomic_store_n(&p->read_gen, __atomic_add_fetch(&e->read_gen, 1, __ATOMIC_RELAXED),
+                     __ATOMIC_RELAXED);
+    *out = p;
     return 0;
 }
 
@@ -537,7 +552,7 @@ static bool has_children(const bt_page *p)
  * only when `dirty_ok` (they are reconciled to new blocks first). */
 static int evict_walk(bt_tree *t, bt_page *p, size_t target, bool dirty_ok, md_error *err)
 {
-    for (size_t i = 0; i < p->n && t->eng->cache_bytes > target; i++) {
+    for (size_t i = 0; i < p->n && bt_cache_bytes(&t->eng->hdr) > (int64_t)target; i++) {
         bt_ent *en = &p->e[i];
         bt_page *c = en->child;
         if (!c)
@@ -545,7 +560,7 @@ static int evict_walk(bt_tree *t, bt_page *p, size_t target, bool dirty_ok, md_e
         int rc = c->type == BT_PAGE_INT ? evict_walk(t, c, target, dirty_ok, err) : 0;
         if (rc)
             return rc;
-        if (has_children(c) || (c->dirty && !dirty_ok) || bt_pinned(t->eng, c))
+        if (has_children(c) || (c->dirty && !dirty_ok))
             continue;
         if (c->dirty) {
             if ((rc = bt_page_write(t, c, &en->addr, err)) != 0)
@@ -564,8 +579,8 @@ static int evict_walk(bt_tree *t, bt_page *p, size_t target, bool dirty_ok, md_e
 int bt_evict(bt_engine *e, size_t target)
 {
     md_error err;
-    for (int pass = 0; pass < 2 && e->cache_bytes > target; pass++) {
-        for (size_t i = 0; i <= e->ntrees && e->cache_bytes > target; i++) {
+    for (int pass = 0; pass < 2 && bt_cache_bytes(&e->hdr) > (int64_t)target; pass++) {
+        for (size_t i = 0; i <= e->ntrees && bt_cache_bytes(&e->hdr) > (int64_t)target; i++) {
             bt_tree *t = i < e->ntrees ? e->trees[i] : e->meta;
             if (!t->root || t->root->type != BT_PAGE_INT)
                 continue;

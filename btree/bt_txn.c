@@ -1,0 +1,816 @@
+/*
+ * bt_txn.c -- document-level concurrency, after WiredTiger: snapshots,
+ * update chains, write conflicts, and the engine latch.
+ *
+ * The B+tree pages (the "base") hold committed data only.  A write goes to
+ * its tree's overlay: a skiplist from (key, rid) to an update chain, newest
+ * version first, whose oldest entry is what the base held when the chain
+ * was made.  Commit applies the transaction's versions to the base under
+ * the exclusive latch, so the base is always the latest committed state:
+ *
+ *   write ──> overlay chain  [T7 uncommitted] -> [ts 12] -> [base image]
+ *   commit ── exclusive latch ──> log record, ts = ++last_ts, versions
+ *             stamped, applied to the base ──> unlatch ──> fsync (j: true)
+ *   sweep  ── a chain whose head is committed and older than every open
+ *             snapshot is dropped; older versions are trimmed
+ *
+ * A snapshot is {read_ts = last_ts at begin, own id}.  A version is
+ * visible to it when it is its own or committed at ts <= read_ts; a key
+ * without a chain is read from the base.  Reads outside a transaction read
+ * the base only.  Writers conflict (MD_EWRITECONFLICT) on a chain whose
+ * head is another transaction's uncommitted version or a commit after
+ * their snapshot; a unique sorted-store insert also on any such chain with
+ * equal key bytes.
+ *
+ * Invariants:
+ * 5. Only one transaction has an uncommitted version in a chain, and it is
+ *    the chain's head.
+ * 6. The oldest version of a chain is visible to every open snapshot; a
+ *    key with no chain has, in the base, the value every open snapshot
+ *    sees (a chain stays until no snapshot predates its newest commit).
+ * 7. The base changes only under the exclusive latch; overlays change
+ *    under the shared latch and their tree's ov.mu.
+ *
+ * Each thread finds its open transaction (reads take none) in a small
+ * thread-local table keyed by the engine's unique id.
+ */
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bt_int.h"
+
+#define ADD(x, v) __atomic_add_fetch(&(x), (v), __ATOMIC_RELAXED)
+#define LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define TL_MAX 16
+
+/* The calling thread's open transactions, one per engine. */
+static __thread struct {
+    uint64_t eid;
+    bt_txn *t;
+} tl[TL_MAX];
+static uint64_t engine_ids;
+
+/* ---- latches ------------------------------------------------------------------- */
+
+static int64_t now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* Writers are preferred, so that commits are not starved by a stream of
+ * readers; the shared latch is therefore never taken twice by a thread. */
+int bt_conc_init(bt_engine *e)
+{
+    pthread_rwlockattr_t a;
+    pthread_rwlockattr_init(&a);
+    pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    int rc = pthread_rwlock_init(&e->latch, &a);
+    pthread_rwlockattr_destroy(&a);
+    pthread_mutex_init(&e->page_mu, NULL);
+    pthread_mutex_init(&e->txn_mu, NULL);
+    e->id = ADD(engine_ids, 1);
+    e->next_txn = 1;
+    e->last_ts = 1;
+    return rc ? MD_ENOMEM : 0;
+}
+
+void bt_conc_cleanup(bt_engine *e)
+{
+    pthread_rwlock_destroy(&e->latch);
+    pthread_mutex_destroy(&e->page_mu);
+    pthread_mutex_destroy(&e->txn_mu);
+}
+
+void bt_latch_shared(bt_engine *e)
+{
+    if (pthread_rwlock_tryrdlock(&e->latch) != 0) {
+        int64_t t0 = now_us();
+        pthread_rwlock_rdlock(&e->latch);
+        ADD(e->st.sh_us, now_us() - t0);
+    }
+    ADD(e->st.sh_n, 1);
+}
+
+void bt_latch_excl(bt_engine *e)
+{
+    if (pthread_rwlock_trywrlock(&e->latch) != 0) {
+        int64_t t0 = now_us();
+        pthread_rwlock_wrlock(&e->latch);
+        ADD(e->st.ex_us, now_us() - t0);
+    }
+    ADD(e->st.ex_n, 1);
+}
+
+void bt_unlatch(bt_engine *e)
+{
+    pthread_rwlock_unlock(&e->latch);
+}
+
+/* ---- per-thread transactions ---------------------------------------------------- */
+
+bt_txn *bt_txn_mine(bt_engine *e)
+{
+    for (int i = 0; i < TL_MAX; i++)
+        if (tl[i].eid == e->id)
+            return tl[i].t;
+    return NULL;
+}
+
+/* Set (t) or clear (NULL) the calling thread's transaction on e. */
+static int tl_set(bt_engine *e, bt_txn *t)
+{
+    for (int i = 0; i < TL_MAX; i++)
+        if (tl[i].eid == e->id) {
+            tl[i].t = t;
+            tl[i].eid = t ? e->id : 0;
+            return 0;
+        }
+    for (int i = 0; t && i < TL_MAX; i++)
+        if (tl[i].eid == 0) {
+            tl[i].eid = e->id;
+            tl[i].t = t;
+            return 0;
+        }
+    return t ? MD_ENOMEM : 0;
+}
+
+/* The read timestamp of the oldest open snapshot; UINT64_MAX if none. */
+static uint64_t oldest_locked(bt_engine *e)
+{
+    uint64_t o = UINT64_MAX;
+    for (bt_txn *t = e->open; t; t = t->next)
+        if (t->read_ts < o)
+            o = t->read_ts;
+    return o;
+}
+
+/* ---- the overlay skiplist -------------------------------------------------------- */
+
+static int chain_cmp(const bt_chain *c, const uint8_t *key, uint32_t klen, eng_rid rid)
+{
+    return eng_key_cmp(c->key, c->klen, c->rid, key, klen, rid);
+}
+
+/* The first chain >= (key, rid); slot[i] (if given) gets the link at level
+ * i that points at or past it. */
+static bt_chain *ov_find(bt_overlay *o, const uint8_t *key, uint32_t klen, eng_rid rid,
+                         bt_chain ***slot)
+{
+    bt_chain **links = o->head, *x;
+    for (int i = BT_SKIP_MAX - 1; i >= 0; i--) {
+        while ((x = links[i]) && chain_cmp(x, key, klen, rid) < 0)
+            links = x->next;
+        if (slot)
+            slot[i] = &links[i];
+    }
+    return links[0];
+}
+
+static bt_chain *ov_exact(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid,
+                          bt_chain ***slot)
+{
+    bt_chain *c = ov_find(&t->ov, key, klen, rid, slot);
+    return c && chain_cmp(c, key, klen, rid) == 0 ? c : NULL;
+}
+
+bt_chain *bt_ov_seek(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, bool incl)
+{
+    bt_chain *c = ov_find(&t->ov, key, klen, rid, NULL);
+    if (c && !incl && chain_cmp(c, key, klen, rid) == 0)
+        c = c->next[0];
+    return c;
+}
+
+/* The last chain < (or <= when incl) (key, rid); the last of all when inf. */
+bt_chain *bt_ov_seek_back(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid,
+                          bool incl, bool inf)
+{
+    bt_chain **links = t->ov.head, *x, *last = NULL;
+    for (int i = BT_SKIP_MAX - 1; i >= 0; i--) {
+        int c;
+        while ((x = links[i]) &&
+               (inf || (c = chain_cmp(x, key, klen, rid)) < 0 || (incl && c == 0))) {
+            last = x;
+            links = x->next;
+        }
+    }
+    return last;
+}
+
+size_t bt_ov_count(bt_tree *t)
+{
+    return LOAD(t->ov.n);
+}
+
+static int rand_height(void)
+{
+    static __thread uint64_t s;
+    int h = 1;
+    if (!s)
+        s = (uint64_t)(uintptr_t)&s | 1;
+    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+    for (uint64_t r = s; h < BT_SKIP_MAX && (r & 3) == 0; r >>= 2)
+        h++;
+    return h;
+}
+
+static bt_upd *upd_new(uint64_t txn_id, bool present, const uint8_t *val, uint32_t vlen,
+                       bool has_val)
+{
+    bt_upd *u = calloc(1, sizeof *u);
+    if (!u)
+        return NULL;
+    u->txn_id = txn_id;
+    u->present = present;
+    if (present && has_val) {
+        if (!(u->val = malloc(vlen ? vlen : 1))) {
+            free(u);
+            return NULL;
+        }
+        if (vlen)
+            memcpy(u->val, val, vlen);
+        u->vlen = vlen;
+    }
+    return u;
+}
+
+static int64_t upd_free_list(bt_upd *u)
+{
+    int64_t n = 0;
+    while (u) {
+        bt_upd *o = u->older;
+        free(u->val);
+        free(u);
+        u = o;
+        n++;
+    }
+    return n;
+}
+
+/* A new chain at `slot` whose base image is `base` (NULL: absent). */
+static bt_chain *ov_insert(bt_tree *t, bt_chain ***slot, const uint8_t *key, uint32_t klen,
+                           eng_rid rid, const bt_ent *base)
+{
+    int h = rand_height();
+    bt_chain *c = calloc(1, sizeof *c + (size_t)h * sizeof c->next[0]);
+    if (!c)
+        return NULL;
+    c->key = malloc(klen ? klen : 1);
+    c->head = upd_new(0, base != NULL, base ? base->val : NULL, base ? base->vlen : 0,
+                      base && base->has_val);
+    if (!c->key || !c->head) {
+        free(c->key);
+        free(c->head);
+        free(c);
+        return NULL;
+    }
+    if (klen)
+        memcpy(c->key, key, klen);
+    c->klen = klen;
+    c->rid = rid;
+    c->height = h;
+    for (int i = 0; i < h; i++) {
+        c->next[i] = *slot[i];
+        *slot[i] = c;
+    }
+    __atomic_store_n(&t->ov.n, t->ov.n + 1, __ATOMIC_RELAXED);
+    return c;
+}
+
+static void ov_remove(bt_engine *e, bt_tree *t, bt_chain *c)
+{
+    bt_chain **slot[BT_SKIP_MAX];
+    bt_chain *f = ov_find(&t->ov, c->key, c->klen, c->rid, slot);
+    assert(f == c);
+    (void)f;
+    for (int i = 0; i < c->height; i++)
+        *slot[i] = c->next[i];
+    __atomic_store_n(&t->ov.n, t->ov.n - 1, __ATOMIC_RELAXED);
+    ADD(e->st.freed, upd_free_list(c->head));
+    free(c->key);
+    free(c);
+}
+
+/* Every tree's overlay is initialized as the tree joins the engine
+ * (bt_add_tree, bt_open for the trees of the checkpoint). */
+void bt_ov_init(bt_tree *t)
+{
+    pthread_mutex_init(&t->ov.mu, NULL);
+    t->ov.mu_ok = true;
+}
+
+/* Free a tree's whole overlay (the tree is going away). */
+void bt_ov_free(bt_engine *e, bt_tree *t)
+{
+    bt_chain *c = t->ov.head[0];
+    while (c) {
+        bt_chain *n = c->next[0];
+        upd_free_list(c->head);
+        free(c->key);
+        free(c);
+        c = n;
+    }
+    free(t->ov.sweep);
+    if (t->ov.mu_ok)
+        pthread_mutex_destroy(&t->ov.mu);
+    memset(&t->ov, 0, sizeof t->ov);
+}
+
+static int sweep_push(bt_tree *t, bt_chain *c)
+{
+    bt_overlay *o = &t->ov;
+    if (c->on_sweep)
+        return 0;
+    if (o->nsweep == o->capsweep) {
+        size_t ncap = o->capsweep ? o->capsweep * 2 : 64;
+        bt_chain **nv = realloc(o->sweep, ncap * sizeof *nv);
+        if (!nv)
+            return MD_ENOMEM; /* the chain just stays: correct, not freed */
+        o->sweep = nv;
+        o->capsweep = ncap;
+    }
+    o->sweep[o->nsweep++] = c;
+    c->on_sweep = true;
+    return 0;
+}
+
+/* Drop the listed chains no snapshot needs and trim the others to the
+ * newest version the oldest snapshot sees.  A chain whose head is
+ * uncommitted leaves the list: its writer lists it again at its end.
+ * With a snapshot open, rescans only when the oldest snapshot moved or the
+ * list doubled (a long reader must not make every commit O(list)); with
+ * none, everything listed goes. */
+static void sweep_tree(bt_engine *e, bt_tree *t, uint64_t oldest)
+{
+    bt_overlay *o = &t->ov;
+    size_t j = 0;
+    if (o->nsweep == 0 || (oldest != UINT64_MAX && oldest == o->swept_oldest &&
+                           o->nsweep < 2 * o->swept_n + 64))
+        return;
+    for (size_t i = 0; i < o->nsweep; i++) {
+        bt_chain *c = o->sweep[i];
+        bt_upd *u = c->head;
+        if (u->txn_id && !u->ts) {
+            c->on_sweep = false;
+            continue;
+        }
+        if (u->ts <= oldest) {
+            ov_remove(e, t, c);
+            continue;
+        }
+        while (u->older && !(u->ts && u->ts <= oldest) && u->txn_id)
+            u = u->older;
+        ADD(e->st.freed, upd_free_list(u->older));
+        u->older = NULL;
+        o->sweep[j++] = c;
+    }
+    o->nsweep = o->swept_n = j;
+    o->swept_oldest = oldest;
+}
+
+/* lock: under the shared latch (abort); else the exclusive one (commit). */
+static void sweep_all(bt_engine *e, uint64_t oldest, bool lock)
+{
+    for (size_t i = 0; i <= e->ntrees; i++) {
+        bt_tree *t = i < e->ntrees ? e->trees[i] : e->meta;
+        if (lock)
+            pthread_mutex_lock(&t->ov.mu);
+        sweep_tree(e, t, oldest);
+        if (lock)
+            pthread_mutex_unlock(&t->ov.mu);
+    }
+}
+
+/* ---- reads and writes ------------------------------------------------------------- */
+
+const bt_upd *bt_visible(const bt_chain *c, const bt_txn *x)
+{
+    const bt_upd *u = c->head;
+    for (; u->older; u = u->older)
+        if (!u->txn_id || (x && u->txn_id == x->id) || (u->ts && (!x || u->ts <= x->read_ts)))
+            return u;
+    return u; /* invariant 6 */
+}
+
+/* Another transaction's uncommitted version, or a commit x cannot see. */
+static bool conflicts(const bt_chain *c, const bt_txn *x)
+{
+    const bt_upd *h = c->head;
+    return h->txn_id && h->txn_id != x->id && (!h->ts || h->ts > x->read_ts);
+}
+
+static int conflict(bt_engine *e, md_error *err)
+{
+    ADD(e->st.conflicts, 1);
+    return md_error_set(err, MD_EWRITECONFLICT, MD_CODE_WRITE_CONFLICT,
+                        "WriteConflict: another transaction changed this key");
+}
+
+/* Replace b's contents by a copy of p (a view's or cursor's buffer). */
+int bt_buf_set(bt_buf *b, const uint8_t *p, size_t n)
+{
+    b->n = 0;
+    b->oom = false;
+    return bt_buf_put(b, p, n);
+}
+
+/* The value of (key, rid) as the calling thread sees it, copied into *val.
+ * The caller holds the shared latch. */
+int bt_lookup(bt_engine *e, bt_txn *x, bt_tree *t, const uint8_t *key, uint32_t klen,
+              eng_rid rid, bt_buf *val, md_error *err)
+{
+    bt_ent *en;
+    int rc;
+    if (x && bt_ov_count(t)) {
+        pthread_mutex_lock(&t->ov.mu);
+        bt_chain *c = ov_exact(t, key, klen, rid, NULL);
+        if (c) {
+            const bt_upd *u = bt_visible(c, x);
+            rc = !u->present ? MD_NOTFOUND : bt_buf_set(val, u->val, u->vlen);
+            pthread_mutex_unlock(&t->ov.mu);
+            return rc;
+        }
+        pthread_mutex_unlock(&t->ov.mu);
+    }
+    if ((rc = bt_get(t, key, klen, rid, &en, err)) != 0)
+        return rc;
+    return bt_buf_set(val, en->val, en->vlen);
+}
+
+/* Unique sorted-store insert: another visible entry with equal key bytes
+ * is a duplicate; one another transaction is changing, a conflict. */
+static int unique_check(bt_engine *e, bt_txn *x, bt_tree *t, const uint8_t *key,
+                        uint32_t klen, eng_rid rid, eng_rid *dup_rid, md_error *err)
+{
+    bt_pos pos;
+    eng_rid dup = ENG_RID_NONE;
+    for (bt_chain *c = bt_ov_seek(t, key, klen, INT64_MIN, true);
+         c && c->klen == klen && (!klen || memcmp(c->key, key, klen) == 0); c = c->next[0]) {
+        if (c->rid == rid)
+            continue;
+        if (conflicts(c, x))
+            return conflict(e, err);
+        if (!dup && bt_visible(c, x)->present)
+            dup = c->rid;
+    }
+    int rc = bt_search(t, key, klen, INT64_MIN, &pos, NULL, err);
+    if (rc == 0)
+        rc = bt_pos_normalize(t, &pos, err);
+    for (; rc == 0 && !dup; rc = bt_pos_next(t, &pos, err)) {
+        bt_ent *en = bt_pos_ent(&pos);
+        if (en->klen != klen || (klen && memcmp(en->key, key, klen) != 0))
+            break;
+        if (en->rid != rid && !ov_exact(t, key, klen, en->rid, NULL))
+            dup = en->rid;
+    }
+    if (rc && rc != MD_NOTFOUND)
+        return rc;
+    if (!dup)
+        return 0;
+    if (dup_rid)
+        *dup_rid = dup;
+    return md_error_set(err, MD_EDUPKEY, MD_CODE_DUPLICATE_KEY, "duplicate key");
+}
+
+/* Put x's version on chain c: replace x's own head, or push a new one. */
+static int push_version(bt_txn *x, bt_tree *t, bt_chain *c, bool present, const uint8_t *val,
+                        uint32_t vlen, int mode)
+{
+    bt_upd *u = c->head;
+    bool has_val = t->kind != BT_SS;
+    if (u->txn_id != x->id) {
+        if (x->nm == x->capm) {
+            size_t ncap = x->capm ? x->capm * 2 : 32;
+            bt_mod *nv = realloc(x->m, ncap * sizeof *nv);
+            if (!nv)
+                return MD_ENOMEM;
+            x->m = nv;
+            x->capm = ncap;
+        }
+        if (!(u = upd_new(x->id, present, val, vlen, has_val)))
+            return MD_ENOMEM;
+        u->older = c->head;
+        u->mod = x->nm;
+        c->head = u;
+        x->m[x->nm++] = (bt_mod){.t = t, .c = c};
+    } else {
+        uint8_t *nv = present && has_val ? malloc(vlen ? vlen : 1) : NULL;
+        if (present && has_val && !nv)
+            return MD_ENOMEM;
+        if (nv && vlen)
+            memcpy(nv, val, vlen);
+        free(u->val);
+        u->val = nv;
+        u->vlen = nv ? vlen : 0;
+        u->present = present;
+    }
+    bt_mod *m = &x->m[u->mod];
+    m->d_ins += mode == BT_W_INSERT;
+    m->d_upd += mode == BT_W_UPDATE;
+    m->d_bytes += mode == BT_W_INSERT || mode == BT_W_UPDATE ? vlen : 0;
+    m->d_ubytes += mode == BT_W_UPDATE ? vlen : 0;
+    return 0;
+}
+
+/* One write by x: check what the key holds for x (mode), check for
+ * conflicts, then make x's version the chain's head.  `en` is the key's
+ * base entry or NULL, used when the key has no chain yet.  *noop: nothing
+ * to log. */
+static int write_locked(bt_engine *e, bt_txn *x, bt_tree *t, const uint8_t *key,
+                        uint32_t klen, eng_rid rid, const uint8_t *val, uint32_t vlen,
+                        int mode, const bt_ent *en, eng_rid *dup_rid, bool *noop,
+                        md_error *err)
+{
+    bt_chain **slot[BT_SKIP_MAX];
+    bool present = en != NULL, del = mode == BT_W_REMOVE;
+    int rc;
+    bt_chain *c = ov_exact(t, key, klen, rid, slot);
+    if (c) {
+        if (conflicts(c, x))
+            return conflict(e, err);
+        present = c->head->present;
+    }
+    if ((mode == BT_W_UPDATE || mode == BT_W_REMOVE) && !present)
+        return MD_NOTFOUND;
+    if ((mode == BT_W_SSINSERT || mode == BT_W_UNIQUE) && present) {
+        *noop = true; /* the pair exists */
+        return 0;
+    }
+    if (mode == BT_W_UNIQUE && (rc = unique_check(e, x, t, key, klen, rid, dup_rid, err)) != 0)
+        return rc;
+    if (!c && !(c = ov_insert(t, slot, key, klen, rid, present ? en : NULL)))
+        return bt_nomem(err);
+    if ((rc = push_version(x, t, c, !del, val, vlen, mode)) != 0) {
+        if (!c->head->older && !c->head->txn_id && !c->on_sweep)
+            ov_remove(e, t, c); /* only the base image: as if never made */
+        return bt_nomem(err);
+    }
+    return 0;
+}
+
+/* BT_W_INSERT allocates the RecordId (under the latch, which keeps it
+ * apart from the checkpoint that persists next_rid) into *rid_out;
+ * BT_W_UNIQUE stores the duplicate's there. */
+int bt_write(bt_engine *e, bt_txn *x, bt_tree *t, const uint8_t *key, uint32_t klen,
+             eng_rid rid, const uint8_t *val, uint32_t vlen, int mode, eng_rid *rid_out,
+             md_error *err)
+{
+    bool noop = false;
+    bt_ent *en = NULL;
+    int rc = 0;
+    bt_latch_shared(e);
+    if (mode == BT_W_INSERT)
+        *rid_out = rid = __atomic_fetch_add(&t->next_rid, 1, __ATOMIC_RELAXED);
+    else if ((rc = bt_get(t, key, klen, rid, &en, err)) == MD_NOTFOUND)
+        rc = 0, en = NULL; /* the base is stable under the latch: read it unlocked */
+    if (rc == 0) {
+        pthread_mutex_lock(&t->ov.mu);
+        rc = write_locked(e, x, t, key, klen, rid, val, vlen, mode, en, rid_out, &noop, err);
+        pthread_mutex_unlock(&t->ov.mu);
+    }
+    bt_unlatch(e);
+    x->wseq++;
+    if (rc == 0 && !noop && e->log.on)
+        bt_log_op(&x->lg, mode == BT_W_REMOVE ? BT_LOG_DEL : BT_LOG_PUT,
+                  t == e->meta ? "" : t->ident, key, klen, rid, val, vlen,
+                  mode != BT_W_REMOVE && t->kind != BT_SS);
+    return rc;
+}
+
+/* ---- begin, commit, abort ------------------------------------------------------------ */
+
+static void txn_end_shared(bt_engine *e, bt_txn *x);
+
+int bt_txn_begin(eng_engine *eh, eng_txn **out)
+{
+    bt_engine *e = (bt_engine *)eh;
+    if (bt_txn_mine(e))
+        return MD_EBUSY; /* one transaction per thread */
+    bt_txn *t = calloc(1, sizeof *t);
+    if (!t)
+        return MD_ENOMEM;
+    t->hdr.engine = eh;
+    if (tl_set(e, t) != 0) {
+        free(t);
+        return MD_ENOMEM;
+    }
+    pthread_mutex_lock(&e->txn_mu);
+    t->id = e->next_txn++;
+    t->read_ts = e->last_ts;
+    t->next = e->open;
+    if (e->open)
+        e->open->prev = t;
+    e->open = t;
+    pthread_mutex_unlock(&e->txn_mu);
+    ADD(e->st.begins, 1);
+    *out = &t->hdr;
+    return 0;
+}
+
+/* Leave the open list; returns the oldest snapshot that remains. */
+static uint64_t txn_unlink(bt_engine *e, bt_txn *x)
+{
+    pthread_mutex_lock(&e->txn_mu);
+    if (x->prev)
+        x->prev->next = x->next;
+    else
+        e->open = x->next;
+    if (x->next)
+        x->next->prev = x->prev;
+    uint64_t o = oldest_locked(e);
+    pthread_mutex_unlock(&e->txn_mu);
+    return o;
+}
+
+static void txn_free(bt_engine *e, bt_txn *x)
+{
+    if (bt_txn_mine(e) == x)
+        tl_set(e, NULL);
+    free(x->m);
+    free(x->u);
+    bt_buf_free(&x->lg);
+    free(x);
+}
+
+/* Stamp x's versions with a new commit timestamp and apply them to the
+ * base.  Under the exclusive latch. */
+static int apply_locked(bt_engine *e, bt_txn *x, md_error *err)
+{
+    int rc = 0;
+    pthread_mutex_lock(&e->txn_mu);
+    uint64_t ts = ++e->last_ts;
+    pthread_mutex_unlock(&e->txn_mu);
+    for (size_t i = 0; i < x->nm; i++) {
+        bt_mod *m = &x->m[i];
+        bt_chain *c = m->c;
+        bt_upd *u = c->head;
+        bt_tree *t = m->t;
+        bt_ent *old = NULL;
+        int r;
+        assert(u->txn_id == x->id && u->ts == 0);
+        u->ts = ts;
+        if ((r = bt_get(t, c->key, c->klen, c->rid, &old, err)) == MD_NOTFOUND)
+            old = NULL, r = 0;
+        if (r == 0 && (u->present || old))
+            r = bt_tree_apply(t, c->key, c->klen, c->rid, u->val, u->vlen, t->kind != BT_SS,
+                              !u->present, old, err);
+        t->n_inserts += m->d_ins;
+        t->n_updates += m->d_upd;
+        t->bytes_written += m->d_bytes;
+        t->upd_bytes += m->d_ubytes;
+        sweep_push(t, c);
+        if (r && !rc)
+            rc = r;
+    }
+    e->gen++;
+    return rc;
+}
+
+/* Creates and drops: a committed drop's file goes after the next
+ * checkpoint; an aborted create's file at once, an aborted drop lives. */
+static void structural_end(bt_engine *e, bt_txn *x, bool abort)
+{
+    for (size_t i = x->n; i-- > 0;) {
+        bt_undo *u = &x->u[i];
+        if (abort && u->kind == U_CREATE)
+            u->t->live = false, u->t->unlink_now = true;
+        else if (abort && u->kind == U_DROP)
+            u->t->live = true;
+        else if (u->kind == U_DROP && !u->t->live)
+            bt_unlink_after_ckpt(e, u->t->fname, u->t->ident);
+    }
+    if (e->txn == x)
+        e->txn = NULL;
+    bt_sweep_trees(e);
+}
+
+/* A checkpoint was deferred or asked for (compact): commit takes it. */
+static bool ckpt_pending(bt_engine *e)
+{
+    bt_latch_shared(e);
+    bool p = e->ckpt_pending;
+    bt_unlatch(e);
+    return p;
+}
+
+/* The log record is appended under the exclusive latch (log order is
+ * commit order, and a checkpoint never sees half a commit); if that fails
+ * the transaction is aborted.  durable = true then waits for the fsync
+ * outside the latch (when the log has a flush thread; without one
+ * bt_log_commit syncs at once).  If only writing or syncing fails, the
+ * commit stands and the error is returned.  A transaction that wrote
+ * nothing ends as an abort does, under the shared latch: readers' commits
+ * do not serialize (the periodic checkpoint waits for a writer's, a
+ * pending one, as compact's, does not). */
+int bt_txn_commit(eng_txn *th, bool durable, md_error *err)
+{
+    bt_txn *x = (bt_txn *)th;
+    bt_engine *e = (bt_engine *)th->engine;
+    bool want = false, appended = false, later = durable && e->log.interval_ms > 0;
+    md_error aerr;
+    uint64_t lsn;
+    if (!x->nm && !x->n && !x->lg.n && !ckpt_pending(e)) {
+        txn_end_shared(e, x);
+        ADD(e->st.commits, 1);
+        txn_free(e, x);
+        return 0;
+    }
+    bt_latch_excl(e);
+    int rc = e->crashed ? 0
+                        : bt_log_commit(e, &x->lg, durable && !later, &appended, &want, err);
+    if (rc && !appended) {
+        bt_unlatch(e);
+        bt_txn_abort(th);
+        return rc;
+    }
+    int arc = apply_locked(e, x, &aerr);
+    sweep_all(e, txn_unlink(e, x), false);
+    if (x->n)
+        structural_end(e, x, false);
+    if (!e->crashed)
+        bt_commit_checkpoint(e, want);
+    bt_unlatch(e);
+    if (rc == 0 && later && appended && !e->crashed)
+        rc = bt_log_ckpt_begin(e, &lsn, err); /* write and fsync the log */
+    ADD(e->st.commits, 1);
+    txn_free(e, x);
+    if (rc == 0 && arc) {
+        if (err)
+            *err = aerr;
+        rc = arc;
+    }
+    return rc;
+}
+
+/* Remove x's versions (a chain left with only its base image goes), leave
+ * the open list and sweep.  Under the shared latch, each tree's ov.mu in
+ * turn. */
+static void txn_end_shared(bt_engine *e, bt_txn *x)
+{
+    bt_tree *locked = NULL;
+    bt_latch_shared(e);
+    for (size_t i = x->nm; i-- > 0;) {
+        bt_chain *c = x->m[i].c;
+        bt_tree *t = x->m[i].t;
+        bt_upd *u = c->head;
+        if (t != locked) {
+            if (locked)
+                pthread_mutex_unlock(&locked->ov.mu);
+            pthread_mutex_lock(&(locked = t)->ov.mu);
+        }
+        assert(u->txn_id == x->id && u->ts == 0);
+        c->head = u->older;
+        u->older = NULL;
+        ADD(e->st.freed, upd_free_list(u));
+        if (!c->head->older && !c->head->txn_id && !c->on_sweep)
+            ov_remove(e, t, c);
+        else
+            sweep_push(t, c);
+    }
+    if (locked)
+        pthread_mutex_unlock(&locked->ov.mu);
+    sweep_all(e, txn_unlink(e, x), true);
+    bt_unlatch(e);
+}
+
+void bt_txn_abort(eng_txn *th)
+{
+    bt_txn *x = (bt_txn *)th;
+    bt_engine *e = (bt_engine *)th->engine;
+    txn_end_shared(e, x);
+    if (x->n) {
+        bt_latch_excl(e);
+        structural_end(e, x, true);
+        bt_unlatch(e);
+    }
+    ADD(e->st.aborts, 1);
+    txn_free(e, x);
+}
+
+/* ---- statistics --------------------------------------------------------------------- */
+
+void bt_txn_status(bt_engine *e, bson_t *status)
+{
+    bson_t sub, latch;
+    int64_t chains = 0;
+    for (size_t i = 0; i <= e->ntrees; i++)
+        chains += (int64_t)bt_ov_count(i < e->ntrees ? e->trees[i] : e->meta);
+    BSON_APPEND_DOCUMENT_BEGIN(status, "transaction", &sub);
+    BSON_APPEND_INT64(&sub, "begins", LOAD(e->st.begins));
+    BSON_APPEND_INT64(&sub, "commits", LOAD(e->st.commits));
+    BSON_APPEND_INT64(&sub, "aborts", LOAD(e->st.aborts));
+    BSON_APPEND_INT64(&sub, "writeConflicts", LOAD(e->st.conflicts));
+    BSON_APPEND_INT64(&sub, "chains", chains);
+    BSON_APPEND_INT64(&sub, "versionsFreed", LOAD(e->st.freed));
+    BSON_APPEND_DOCUMENT_BEGIN(&sub, "latch", &latch);
+    BSON_APPEND_INT64(&latch, "sharedAcquired", LOAD(e->st.sh_n));
+    BSON_APPEND_INT64(&latch, "sharedWaitMicros", LOAD(e->st.sh_us));
+    BSON_APPEND_INT64(&latch, "exclusiveAcquired", LOAD(e->st.ex_n));
+    BSON_APPEND_INT64(&latch, "exclusiveWaitMicros", LOAD(e->st.ex_us));
+    bson_append_document_end(&sub, &latch);
+    bson_append_document_end(status, &sub);
+}
