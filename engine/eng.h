@@ -28,8 +28,10 @@
  * btree: views are per-thread copies).  Copy what you need to keep.
  *
  * Threads.  Engine, handles (eng_rs, eng_ss) and the catalog may be shared
- * by threads; a transaction and a cursor belong to the thread that opened
- * it.  What may run at once depends on ops->concurrent:
+ * by threads; a transaction belongs to the thread that began it; a cursor
+ * is used by one thread at a time (it may move between threads between
+ * calls, as a server-side cursor continued by getMore does).  What may run
+ * at once depends on ops->concurrent:
  *
  *   concurrent = false (mmapv1, ephemeralForTest): one write transaction at
  *     a time per engine (a second eng_txn_begin waits for the first to end);
