@@ -8,7 +8,9 @@
  * while FIFO readers take the oldest one:
  *     findAndModify({query: {startTime: null}, sort: {createdOn: 1},
  *                    update: {$set: {startTime: Date}}, new: true})
- * with the index {startTime: 1, createdOn: 1}, as in the book.
+ * with the index {startTime: 1, createdOn: 1}, as in the book.  Publishers
+ * write with {w: 1, j: true} (a queue must not lose a job it acknowledged;
+ * --no-j for w: 1 alone), readers with w: 1.
  *
  * The load is open: like the book's "slicetime" strategy, every iteration
  * (one resolution, 1000 ms) schedules P publish and F fetch operations
@@ -24,9 +26,17 @@
  * end one line per engine and operation:
  *     queue OPERATION ENGINE n=N mean_ms=X p95_ms=X p99_ms=X dup=N lost=N
  * dup counts jobs delivered more than once, lost jobs published but
- * neither delivered nor still waiting.
+ * neither delivered nor still waiting.  A last line per engine shows where
+ * the time went: collection lock waits, write conflicts, latch waits.
  *
- *   build/bench/queue [--quick] [--engine mmapv1|btree] [--publishers N]
+ * What decides the result: on mmapv1 a publisher holds the collection's
+ * write lock until its journal commit (up to journalCommitInterval), and a
+ * reader's findAndModify needs the same lock, so readers queue behind
+ * writers.  On btree nothing is held while the log is synced and readers
+ * take no collection lock.  With --no-j neither engine comes near
+ * saturation at the book's rates on a current machine.
+ *
+ *   build/bench/queue [--quick] [--no-j] [--engine mmapv1|btree] [--publishers N]
  *                     [--readers N] [--publish N] [--fetch N] [--iterations N]
  *                     [--resolution-ms N] [--dir DIR]
  */
@@ -48,6 +58,7 @@ typedef struct cfg {
     int publish, fetch;        /* operations per iteration */
     int iterations, resolution_ms;
     const char *dir;
+    bool journaled; /* publishers write with {w: 1, j: true} */
 } cfg;
 
 typedef struct op_stats {
@@ -125,6 +136,8 @@ static bool publish(run_state *s, int job)
         "endTime", BCON_NULL, "createdOn", BCON_DATE_TIME(wall_ms()), "priority", BCON_INT32(1),
         "payload", "{", "type", "convertImage", "source", "/images/image.png", "output",
         "/images/image.jpg", "}", "}", "]");
+    if (s->c->journaled)
+        BCON_APPEND(cmd, "writeConcern", "{", "w", BCON_INT32(1), "j", BCON_BOOL(true), "}");
     bson_iter_t it;
     int rc = md_db_command(s->db, cmd, &reply, &err);
     bool ok = rc == 0 && !bson_iter_init_find(&it, &reply, "writeErrors");
@@ -249,6 +262,31 @@ static int64_t count_waiting(md_db *db)
     return n;
 }
 
+/* What the locks and the engine saw: waits, write conflicts. */
+static void print_contention(md_db *db, const char *engine)
+{
+    bson_t reply;
+    md_error err;
+    bson_t *cmd = BCON_NEW("serverStatus", BCON_INT32(1));
+    if (md_db_command(db, cmd, &reply, &err) == 0) {
+        const char *paths[] = {"locks.Collection.acquireWaitCount.W",
+                               "locks.Collection.timeAcquiringMicros.W",
+                               "metrics.operation.writeConflicts",
+                               "btree.transaction.latch.exclusiveWaitMicros",
+                               "btree.transaction.latch.sharedWaitMicros"};
+        printf("%-7s", engine);
+        for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+            bson_iter_t it, f;
+            if (bson_iter_init(&it, &reply) && bson_iter_find_descendant(&it, paths[i], &f) &&
+                BSON_ITER_HOLDS_NUMBER(&f))
+                printf(" %s=%lld", paths[i], (long long)bson_iter_as_int64(&f));
+        }
+        printf("\n");
+    }
+    bson_destroy(&reply);
+    bson_destroy(cmd);
+}
+
 static void print_row(const char *engine, const char *op, double runtime, const summary *m)
 {
     printf("%-7s %-26s %8.3f s %10.3f %10.3f %10.3f %10.3f %10.3f %8.3f %10.3f\n", engine, op,
@@ -313,6 +351,7 @@ static result run_engine(const cfg *c, const char *engine)
     print_row(engine, "fetch_from_queue_by_fifo", runtime, &res.fetch);
     printf("%-7s published %d, delivered %d, still waiting %lld, errors %d\n", engine,
            s.published, delivered, (long long)waiting, s.errors);
+    print_contention(db, engine);
     fflush(stdout);
     md_db_close(db);
     nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
@@ -340,13 +379,15 @@ static int arg_int(int argc, char **argv, int *i)
 int main(int argc, char **argv)
 {
     cfg c = {.publishers = 8, .readers = 8, .publish = 1000, .fetch = 300, .iterations = 25,
-             .resolution_ms = 1000, .dir = "/tmp"};
+             .resolution_ms = 1000, .dir = "/tmp", .journaled = true};
     const char *only = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick"))
             c.iterations = 10;
         else if (!strcmp(argv[i], "--engine") && i + 1 < argc)
             only = argv[++i];
+        else if (!strcmp(argv[i], "--no-j"))
+            c.journaled = false;
         else if (!strcmp(argv[i], "--dir") && i + 1 < argc)
             c.dir = argv[++i];
         else if (!strcmp(argv[i], "--publishers"))
@@ -362,7 +403,8 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--resolution-ms"))
             c.resolution_ms = arg_int(argc, argv, &i);
         else {
-            fprintf(stderr, "usage: %s [--quick] [--engine E] [--publishers N] [--readers N] "
+            fprintf(stderr, "usage: %s [--quick] [--no-j] [--engine E] [--publishers N] "
+                            "[--readers N] "
                             "[--publish N] [--fetch N] [--iterations N] [--resolution-ms N] "
                             "[--dir DIR]\n",
                     argv[0]);
@@ -374,9 +416,10 @@ int main(int argc, char **argv)
         return 2;
     }
     printf("queue: %d publisher and %d reader threads; per %d ms iteration %d publish and "
-           "%d fetch operations; %d iterations; default durability (journal / log on, "
-           "100 ms commit interval, w:1 j:false)\n",
-           c.publishers, c.readers, c.resolution_ms, c.publish, c.fetch, c.iterations);
+           "%d fetch operations; %d iterations; journal / log on (100 ms commit interval); "
+           "publishers write with %s, readers with w:1\n",
+           c.publishers, c.readers, c.resolution_ms, c.publish, c.fetch, c.iterations,
+           c.journaled ? "j:true" : "w:1");
     printf("%-7s %-26s %10s %10s %10s %10s %10s %10s %8s %10s\n", "engine", "operation",
            "Runtime", "Mean", "StdDev", "75%", "95%", "99%", "Min", "Max");
     const char *engines[] = {"mmapv1", "btree"};
