@@ -3,6 +3,7 @@
 #   make            build the library, the CLI and the tests (asserts on)
 #   make demo       build and run the scripted demo (tools/demo.sh)
 #   make test       install missing Debian packages, build, run every test
+#                   (the CLI checks, build/test_faults, build/test_minidoc)
 #   make check      alias of test
 #   make crash      the long crash-recovery run (tests/crash)
 #   make test-tsan  the threaded stress programs (tests/*/tsan_*.c) under
@@ -53,9 +54,19 @@ TEST_BIN  := $(BUILD)/test_minidoc
 BENCH_SRCS:= $(wildcard bench/*.c)
 BENCH_BINS:= $(BENCH_SRCS:%.c=$(BUILD)/%)
 
+# The fault-injection tests (tests/faults): a second Criterion binary whose
+# I/O calls go through tests/faults/fault_io.c (ld --wrap), which can fail
+# them with ENOSPC or EIO and keep a "what the disk holds" shadow of every
+# file for simulated power losses.  The library is the same libminidoc.a.
+FAULT_SRCS  := $(wildcard tests/faults/*.c)
+FAULT_OBJS  := $(FAULT_SRCS:%.c=$(BUILD)/%.o)
+FAULT_BIN   := $(BUILD)/test_faults
+FAULT_WRAPS := pwrite write fsync fdatasync msync ftruncate posix_fallocate open close rename unlink mmap munmap mremap
+FAULT_LDFLAGS := $(foreach f,$(FAULT_WRAPS),-Wl,--wrap=$(f))
+
 .PHONY: all deps demo test check bench crash test-tsan clean
 
-all: $(LIB) $(CLI) $(TEST_BIN) $(if $(FAULT_SRCS),$(FAULT_BIN))
+all: $(LIB) $(CLI) $(TEST_BIN) $(FAULT_BIN)
 
 deps:
 	@tools/deps.sh
@@ -81,17 +92,22 @@ demo: deps
 test: deps
 	@$(MAKE) --no-print-directory all
 	MINIDOC=$(CLI) tests/tools/test_cli.sh
-	$(if $(FAULT_SRCS),$(FAULT_BIN) -j2 --short-filename)
+	$(FAULT_BIN) -j2 --short-filename
 	$(TEST_BIN) -j2 --short-filename
 
 check: test
 
 # The long crash run: 500 SIGKILLed writers on mmapv1 and on btree (journal
 # and log on), each reopened and checked (MINIDOC_CRASH_SEED and
-# MINIDOC_CRASH_ROUNDS_NOJOURNAL, for the runs without, also work).
+# MINIDOC_CRASH_ROUNDS_NOJOURNAL, for the runs without, also work); then
+# build/test_faults with 500 simulated power losses per engine (100 without
+# the journal/log) and 3000 flipped-byte rounds per engine.
 crash: deps
 	@$(MAKE) --no-print-directory all
 	MINIDOC_CRASH_ROUNDS=$${MINIDOC_CRASH_ROUNDS:-500} $(TEST_BIN) --filter 'crash/*'
+	MINIDOC_POWERLOSS_ROUNDS=$${MINIDOC_POWERLOSS_ROUNDS:-500} \
+	MINIDOC_POWERLOSS_ROUNDS_NOJOURNAL=$${MINIDOC_POWERLOSS_ROUNDS_NOJOURNAL:-100} \
+	MINIDOC_CORRUPT_ROUNDS=$${MINIDOC_CORRUPT_ROUNDS:-3000} $(BUILD)/test_faults -j2 --short-filename
 
 bench: deps
 	@$(MAKE) --no-print-directory $(BENCH_BINS)
@@ -101,16 +117,6 @@ $(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIB)
 
 # bench/peers runs the real WiredTiger and LMDB beside minidoc's engines.
 $(BUILD)/bench/peers: LDLIBS += -lwiredtiger $(shell pkg-config --libs lmdb 2>/dev/null)
-
-# The fault-injection tests (tests/faults): a second Criterion binary whose
-# I/O calls go through tests/faults/fault_io.c (ld --wrap), which can fail
-# them with ENOSPC or EIO and keep a "what the disk holds" shadow of every
-# file for simulated power losses.  The library is the same libminidoc.a.
-FAULT_SRCS  := $(wildcard tests/faults/*.c)
-FAULT_OBJS  := $(FAULT_SRCS:%.c=$(BUILD)/%.o)
-FAULT_BIN   := $(BUILD)/test_faults
-FAULT_WRAPS := pwrite write fsync fdatasync msync ftruncate open close rename unlink
-FAULT_LDFLAGS := $(foreach f,$(FAULT_WRAPS),-Wl,--wrap=$(f))
 
 $(FAULT_BIN): $(FAULT_OBJS) $(LIB)
 	$(CC) $(LDFLAGS) $(FAULT_LDFLAGS) -o $@ $^ $(LDLIBS) -lcriterion

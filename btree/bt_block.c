@@ -50,10 +50,16 @@ uint32_t bt_crc32c(uint32_t crc, const void *buf, size_t len)
 
 /* ---- small helpers ---------------------------------------------------------- */
 
+/* An I/O failure, from errno: a full disk (or quota) is MD_ENOSPC with
+ * OutOfDiskSpace (14031), anything else MD_EIO with FileStreamFailed. */
 int bt_io_error(md_error *err, const char *what, const char *path)
 {
+    int saved = errno;
+    if (saved == ENOSPC || saved == EDQUOT)
+        return md_error_set(err, MD_ENOSPC, MD_CODE_OUT_OF_DISK_SPACE, "btree: %s %s: %s", what,
+                            path, strerror(saved));
     return md_error_set(err, MD_EIO, MD_CODE_FILE_STREAM_FAILED, "btree: %s %s: %s", what, path,
-                        strerror(errno));
+                        strerror(saved));
 }
 
 int bt_nomem(md_error *err)
@@ -229,7 +235,7 @@ int bt_block_create(bt_block *b, const char *path, md_error *err)
 int bt_block_open(bt_block *b, const char *path, uint64_t size, const uint8_t *avail,
                   size_t avail_len, md_error *err)
 {
-    uint8_t d[16], want[BT_ALLOC];
+    uint8_t d[16] = {0}, want[BT_ALLOC];
     memset(b, 0, sizeof *b);
     snprintf(b->path, sizeof b->path, "%s", path);
     b->fd = open(path, O_RDWR | O_CLOEXEC);
@@ -237,9 +243,12 @@ int bt_block_open(bt_block *b, const char *path, uint64_t size, const uint8_t *a
         return bt_io_error(err, "cannot open", path);
     desc_image(want);
     if (pread(b->fd, d, 16, 0) != 16 || memcmp(d, want, 16) != 0) {
+        int at = 0;
+        while (at < 15 && d[at] == want[at])
+            at++;
         close(b->fd);
         b->fd = -1;
-        return ENG_CORRUPT(err, "btree: %s: bad file descriptor block", path);
+        return ENG_CORRUPT(err, "btree: %s: bad file descriptor block at offset %d", path, at);
     }
     if (ftruncate(b->fd, (off_t)size) != 0) {
         int rc = bt_io_error(err, "cannot truncate", path);
@@ -308,8 +317,18 @@ int bt_block_write(bt_block *b, uint8_t *img, uint32_t disk_size, bt_addr *out, 
     size_t done = 0;
     while (done < size) {
         ssize_t w = pwrite(b->fd, img + done, size - done, (off_t)(off + done));
-        if (w <= 0)
-            return bt_io_error(err, "cannot write block of", b->path);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w == 0)
+            errno = ENOSPC; /* no progress: the disk is full */
+        if (w <= 0) {
+            /* the block was never written: it goes back to avail, or the
+             * next checkpoint's extent lists would not tile the file */
+            int rc = bt_io_error(err, "cannot write block of", b->path);
+            bt_ext_remove(&b->alloc, off, size);
+            bt_ext_add(&b->avail, off, size);
+            return rc;
+        }
         done += (size_t)w;
     }
     b->bytes_written += size;

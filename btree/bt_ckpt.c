@@ -329,16 +329,25 @@ static int turtle_read(bt_engine *e, const char *path, bson_t **out, md_error *e
     if (fd < 0)
         return bt_io_error(err, "cannot open", path);
     *out = NULL;
+    const char *why = "bad magic at offset 0";
     if (read(fd, hdr, 16) == 16 && memcmp(hdr, TURTLE_MAGIC, 8) == 0) {
         memcpy(&len, hdr + 8, 4);
         memcpy(&ck, hdr + 12, 4);
-        if (len >= 5 && len <= (64u << 20) && (buf = malloc(len)) &&
-            read(fd, buf, len) == (ssize_t)len && bt_crc32c(0, buf, len) == ck)
-            *out = bson_new_from_data(buf, len);
+        why = "bad length at offset 8";
+        if (len >= 5 && len <= (64u << 20) && (buf = malloc(len))) {
+            why = "short: the document at offset 16 is cut off";
+            if (read(fd, buf, len) == (ssize_t)len) {
+                why = "the document at offset 16 fails its checksum (offset 12)";
+                if (bt_crc32c(0, buf, len) == ck) {
+                    why = "the document at offset 16 is not BSON";
+                    *out = bson_new_from_data(buf, len);
+                }
+            }
+        }
     }
     free(buf);
     close(fd);
-    return *out ? 0 : ENG_CORRUPT(err, "btree: %s is damaged", path);
+    return *out ? 0 : ENG_CORRUPT(err, "btree: %s is damaged: %s", path, why);
 }
 
 /* ---- open -------------------------------------------------------------------- */

@@ -362,6 +362,20 @@ static int sync_path(const char *path)
     return rc;
 }
 
+/* A failed write or sync of the log: sticky, MD_ENOSPC for a full disk. */
+static int log_failed(bt_log *l)
+{
+    return l->io_err = errno == ENOSPC || errno == EDQUOT ? MD_ENOSPC : MD_EIO;
+}
+
+/* The caller's error for a failed log write (rc from l->io_err), naming
+ * the log file. */
+static int log_error(md_error *err, int rc, const char *dir, uint32_t fnum, const char *what)
+{
+    return md_error_set(err, rc, eng_rc_to_code(rc), "btree: %s the log file %s/btlog.%010u: %s",
+                        what, dir, fnum, strerror(rc == MD_ENOSPC ? ENOSPC : EIO));
+}
+
 /* Write what the buffer holds; fdatasync too when `sync`.  Under l->mu. */
 static int flush_locked(bt_log *l, bool sync)
 {
@@ -372,15 +386,22 @@ static int flush_locked(bt_log *l, bool sync)
         ssize_t w = pwrite(l->fd, l->buf.p + done, l->buf.n - done, (off_t)(l->written + done));
         if (w < 0 && errno == EINTR)
             continue;
-        if (w <= 0)
-            return l->io_err = MD_EIO;
+        if (w == 0)
+            errno = ENOSPC; /* no progress: the disk is full */
+        if (w <= 0) {
+            /* what was written is in the file, the rest is lost: the fate
+             * of these records is unknown, and nothing more may follow */
+            l->written += done;
+            l->buf.n = 0;
+            return log_failed(l);
+        }
         done += (size_t)w;
     }
     l->written += done;
     l->buf.n = 0;
     if (sync && l->written > l->synced) {
         if (fdatasync(l->fd) != 0)
-            return l->io_err = MD_EIO;
+            return log_failed(l);
         l->synced = l->written;
         l->syncs++;
     }
@@ -407,7 +428,7 @@ static int switch_locked(bt_log *l)
     wr32(h + 24, bt_crc32c(0, h, 24));
     if (l->fd < 0 || pwrite(l->fd, h, sizeof h, 0) != (ssize_t)sizeof h || fsync(l->fd) != 0 ||
         sync_path(l->dir) != 0)
-        return l->io_err = MD_EIO;
+        return log_failed(l);
     l->written = l->synced = BT_LOG_FHDR;
     l->next_lsn = LSN(l->fnum, BT_LOG_FHDR);
     return 0;
@@ -456,12 +477,13 @@ int bt_log_commit(bt_engine *e, const bt_buf *body, bool durable, bool *appended
             rc = flush_locked(l, false); /* bound the buffer */
         *want_ckpt = l->ckpt_bytes > 0 && l->since_ckpt >= l->ckpt_bytes;
     }
+    uint32_t fnum = l->fnum;
     pthread_mutex_unlock(&l->mu);
     bt_buf_free(&rec);
     if (rc == MD_ENOMEM)
         return bt_nomem(err);
     if (rc)
-        return md_error_set(err, rc, MD_CODE_FILE_STREAM_FAILED, "btree: cannot write the log");
+        return log_error(err, rc, l->dir, fnum, "cannot write");
     return 0;
 }
 
@@ -473,9 +495,9 @@ int bt_log_ckpt_begin(bt_engine *e, uint64_t *lsn, md_error *err)
     pthread_mutex_lock(&l->mu);
     int rc = flush_locked(l, true);
     *lsn = l->next_lsn;
+    uint32_t fnum = l->fnum;
     pthread_mutex_unlock(&l->mu);
-    return rc ? md_error_set(err, rc, MD_CODE_FILE_STREAM_FAILED, "btree: cannot sync the log")
-              : 0;
+    return rc ? log_error(err, rc, l->dir, fnum, "cannot sync") : 0;
 }
 
 /* After the turtle names a checkpoint covering `lsn`: remove the files
@@ -540,9 +562,32 @@ int bt_log_parse_opts(bt_log *l, const char *k, bson_iter_t *it, md_error *err)
     return 0;
 }
 
-/* Replay one file from offset `off`; *torn: it ended in a bad record. */
+/* The offset of the first valid record of file fnum after offset `from`
+ * (its LSN field must name that very offset, and its checksum verify), or
+ * 0.  A crash only tears the end of the log: records are appended in order
+ * and the file is fdatasynced before the next one is created, so a valid
+ * record after a bad one means the log itself was damaged. */
+static size_t valid_after(const uint8_t *img, size_t size, uint32_t fnum, size_t from)
+{
+    bt_buf body = {0};
+    size_t found = 0, len;
+    for (size_t p = from < BT_LOG_FHDR ? BT_LOG_FHDR : from + 1; p + BT_LOG_RHDR <= size; p++) {
+        if (rd64(img + p + 8) != LSN(fnum, p))
+            continue;
+        if (bt_log_decode(img + p, size - p, LSN(fnum, p), &body, &len) == 0) {
+            found = p;
+            break;
+        }
+    }
+    bt_buf_free(&body);
+    return found;
+}
+
+/* Replay one file from offset `off`; *torn: it ended in a bad record, at
+ * *torn_at (0: a bad file header).  A bad record or header followed by a
+ * valid record is damage: MD_ECORRUPT naming the file and the offset. */
 static int replay_file(bt_engine *e, uint32_t fnum, uint32_t off, int64_t *records, bool *torn,
-                       md_error *err)
+                       size_t *torn_at, md_error *err)
 {
     char path[4300];
     struct stat st;
@@ -562,8 +607,16 @@ static int replay_file(bt_engine *e, uint32_t fnum, uint32_t off, int64_t *recor
         close(fd);
     size_t size = rc ? 0 : (size_t)st.st_size;
     if (rc == 0 && (size < BT_LOG_FHDR || memcmp(img, LOG_MAGIC, 8) != 0 ||
-                    rd32(img + 8) != fnum || rd32(img + 24) != bt_crc32c(0, img, 24)))
+                    rd32(img + 8) != fnum || rd32(img + 24) != bt_crc32c(0, img, 24))) {
         *torn = true; /* created, header not synced */
+        *torn_at = 0;
+        size_t next = valid_after(img, size, fnum, 0);
+        if (next)
+            rc = ENG_CORRUPT(err,
+                             "btree: log file %s is damaged: bad file header at offset 0, "
+                             "yet a valid record follows at offset %zu",
+                             path, next);
+    }
     for (size_t at = off < BT_LOG_FHDR ? BT_LOG_FHDR : off; rc == 0 && !*torn;) {
         size_t len = 0;
         int drc = bt_log_decode(img + at, at <= size ? size - at : 0, LSN(fnum, at), &body, &len);
@@ -571,8 +624,16 @@ static int replay_file(bt_engine *e, uint32_t fnum, uint32_t off, int64_t *recor
             break;
         if (drc == MD_ENOMEM)
             rc = bt_nomem(err);
-        else if (drc)
+        else if (drc) {
             *torn = true;
+            *torn_at = at;
+            size_t next = valid_after(img, size, fnum, at);
+            if (next)
+                rc = ENG_CORRUPT(err,
+                                 "btree: log file %s is damaged at offset %zu: the record there "
+                                 "fails its checksum, yet a valid record follows at offset %zu",
+                                 path, at, next);
+        }
         else if ((rc = replay_body(e, body.p, body.p + body.n, err)) == 0) {
             (*records)++;
             at += len;
@@ -584,6 +645,32 @@ static int replay_file(bt_engine *e, uint32_t fnum, uint32_t off, int64_t *recor
     return rc;
 }
 
+/* Whether log file fnum starts with a valid record. */
+static bool later_has_record(const bt_log *l, uint32_t fnum)
+{
+    char path[4300];
+    uint8_t h[BT_LOG_FHDR + BT_LOG_RHDR];
+    struct stat st;
+    bool yes = false;
+    log_path(l, fnum, path, sizeof path);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    if (fstat(fd, &st) == 0 && st.st_size > (off_t)sizeof h && st.st_size <= (off_t)UINT32_MAX &&
+        pread(fd, h, sizeof h, 0) == (ssize_t)sizeof h) {
+        uint32_t len = rd32(h + BT_LOG_FHDR);
+        uint8_t *img = len <= st.st_size - BT_LOG_FHDR ? malloc(len) : NULL;
+        bt_buf body = {0};
+        size_t rlen;
+        if (img && pread(fd, img, len, BT_LOG_FHDR) == (ssize_t)len)
+            yes = bt_log_decode(img, len, LSN(fnum, BT_LOG_FHDR), &body, &rlen) == 0;
+        free(img);
+        bt_buf_free(&body);
+    }
+    close(fd);
+    return yes;
+}
+
 static int replay(bt_engine *e, uint32_t *last, bool *changed, md_error *err)
 {
     uint32_t *files;
@@ -591,18 +678,30 @@ static int replay(bt_engine *e, uint32_t *last, bool *changed, md_error *err)
     int64_t records = 0;
     bool torn = false;
     uint32_t from = LSN_FILE(e->ckpt_lsn), prev = 0;
+    size_t torn_at = 0, i;
     int rc = list_files(&e->log, &files, &n);
     if (rc)
         return bt_io_error(err, "cannot list", e->log.dir);
-    for (size_t i = 0; i < n && rc == 0 && !torn; i++) {
+    for (i = 0; i < n && rc == 0 && !torn; i++) {
         if (files[i] < from)
             continue;
         if (prev && files[i] != prev + 1)
             break; /* a gap: nothing after it can follow what came before */
         prev = files[i];
         rc = replay_file(e, files[i], files[i] == from ? LSN_OFF(e->ckpt_lsn) : 0, &records,
-                         &torn, err);
+                         &torn, &torn_at, err);
     }
+    /* a file is synced whole before the next one is created: a later file
+     * holding a record means the one that stopped the replay is damaged */
+    for (size_t k = i; rc == 0 && torn && k < n; k++)
+        if (later_has_record(&e->log, files[k])) {
+            char path[4300];
+            log_path(&e->log, prev, path, sizeof path);
+            rc = ENG_CORRUPT(err,
+                             "btree: log file %s is damaged at offset %zu, yet the later log "
+                             "file btlog.%010u holds records",
+                             path, torn_at, files[k]);
+        }
     *last = n ? files[n - 1] : 0;
     if (*last < from)
         *last = from;

@@ -205,3 +205,76 @@ int eng_alloc_parse(const char *name)
             return a;
     return -1;
 }
+
+
+static uint32_t le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* One document at depth (embedded documents recurse, 100 levels at most). */
+static bool well_formed(const uint8_t *p, uint32_t len, int depth)
+{
+    if (len < 5 || le32(p) != len || p[len - 1] != 0 || depth > 100)
+        return false;
+    uint32_t i = 4, end = len - 1;
+    while (i < end) {
+        uint8_t type = p[i++];
+        const uint8_t *z = memchr(p + i, 0, end - i);
+        if (!z)
+            return false;
+        i = (uint32_t)(z - p) + 1;
+        uint32_t n = 0, left = end - i;
+        switch (type) {
+        case 0x06: case 0x0A: case 0x7F: case 0xFF: n = 0; break;
+        case 0x08: n = 1; break;
+        case 0x10: n = 4; break;
+        case 0x01: case 0x09: case 0x11: case 0x12: n = 8; break;
+        case 0x07: n = 12; break;
+        case 0x13: n = 16; break;
+        case 0x02: case 0x0D: case 0x0E: case 0x0C:
+            if (left < 4)
+                return false;
+            n = 4 + le32(p + i);
+            if (n < 5 || n > left || p[i + n - 1] != 0 || (type == 0x0C && (n += 12) > left))
+                return false;
+            break;
+        case 0x05:
+            if (left < 5 || (n = 5 + le32(p + i)) < 5 || n > left)
+                return false;
+            break;
+        case 0x03: case 0x04:
+            if (left < 5 || (n = le32(p + i)) > left || !well_formed(p + i, n, depth + 1))
+                return false;
+            break;
+        case 0x0B:
+            for (int k = 0; k < 2; k++) {
+                const uint8_t *r = memchr(p + i + n, 0, left - n);
+                if (!r)
+                    return false;
+                n = (uint32_t)(r - (p + i)) + 1;
+            }
+            break;
+        case 0x0F: /* code with scope: total, string, document */
+            if (left < 14 || (n = le32(p + i)) < 14 || n > left)
+                return false;
+            {
+                uint32_t sl = le32(p + i + 4);
+                if (sl < 1 || 8 + sl + 5 > n || p[i + 8 + sl - 1] != 0 ||
+                    !well_formed(p + i + 8 + sl, n - 8 - sl, depth + 1))
+                    return false;
+            }
+            break;
+        default: return false;
+        }
+        if (n > left)
+            return false;
+        i += n;
+    }
+    return i == end;
+}
+
+bool eng_bson_well_formed(const uint8_t *p, uint32_t len)
+{
+    return p && well_formed(p, len, 0);
+}

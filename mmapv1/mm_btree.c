@@ -1284,6 +1284,15 @@ static int cur_land(mm_bt_cursor *c, int rc, mm_bt_loc loc, unsigned idx, int pa
     return rc;
 }
 
+/* A step that found damage: the cursor leaves its entry for the end it was
+ * heading to, so that a caller that ignores the error cannot be handed the
+ * same entry again and again (a scan would never end). */
+static int cur_broken(mm_bt_cursor *c, int rc, bool fwd)
+{
+    c->state = fwd ? CUR_AFTER : CUR_BEFORE;
+    return rc;
+}
+
 /* Position on the first (first) or last entry of the tree. */
 static int cur_edge(mm_bt_cursor *c, bool first)
 {
@@ -1310,22 +1319,25 @@ static int cur_step(mm_bt_cursor *c, bool fwd)
 
     if ((rc = node_load(c->bt, c->loc, &nd, NULL)) != 0 ||
         (rc = node_ent(&nd, c->idx, &cur, NULL)) != 0)
-        return rc;
+        return cur_broken(c, rc, fwd);
     if (nd.level != 0)
-        return BT_CORRUPT(NULL, "btree cursor on internal bucket %#llx", LOC(nd.loc));
+        return cur_broken(c, BT_CORRUPT(NULL, "btree cursor on internal bucket %#llx",
+                                        LOC(nd.loc)), fwd);
     if (fwd ? c->idx + 1 < nd.n : c->idx > 0) {
         sib = nd;
         idx = fwd ? c->idx + 1 : c->idx - 1;
     } else if ((rc = leaf_sibling(c->bt, &nd, fwd, &sib, NULL)) != 0) {
-        return cur_land(c, rc, 0, 0, fwd ? CUR_AFTER : CUR_BEFORE);
+        return rc == MD_NOTFOUND ? cur_land(c, rc, 0, 0, fwd ? CUR_AFTER : CUR_BEFORE)
+                                 : cur_broken(c, rc, fwd);
     } else {
         idx = fwd ? 0 : sib.n - 1;
     }
     if ((rc = node_ent(&sib, idx, &e, NULL)) != 0)
-        return rc;
+        return cur_broken(c, rc, fwd);
     rc = item_cmp(&e, cur.key, cur.klen, cur.rid);
     if (fwd ? rc <= 0 : rc >= 0)
-        return BT_CORRUPT(NULL, "btree leaf %#llx: keys out of order", LOC(sib.loc));
+        return cur_broken(c, BT_CORRUPT(NULL, "btree leaf %#llx: keys out of order",
+                                        LOC(sib.loc)), fwd);
     return cur_land(c, 0, sib.loc, idx, 0);
 }
 

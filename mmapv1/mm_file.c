@@ -5,14 +5,17 @@
  * view the journal applies committed bytes to (see mm_int.h, "Journal");
  * without it, one MAP_SHARED view.
  *
- * Data files are created at their final size with ftruncate() (sparse, as
- * MongoDB without preallocation) and never grow or shrink, so a mapping
- * stays put for the life of the engine -- unless debugRemapOnGrow asks to
- * move every mapping whenever a file is added, to flush out stale views.
- * Opening checks every header and reports damage as MD_ECORRUPT naming the
- * file and the offset of the bad field.  (A full disk under a sparse file
- * shows up as SIGBUS on first write to the page; the journal step will
- * preallocate.)
+ * Data files and the .ns file are created at their final size and
+ * allocated with posix_fallocate() (MongoDB preallocates them too), so that
+ * a full disk is reported as ENOSPC (OutOfDiskSpace, 14031) when the file
+ * is created, instead of as SIGBUS at the first write to a page of a sparse
+ * mapping.  They never grow or shrink, so a mapping stays put for the life
+ * of the engine -- unless debugRemapOnGrow asks to move every mapping
+ * whenever a file is added, to flush out stale views.  A new file's header
+ * is fdatasynced, with its directory, before the file is used (journal on
+ * or off: without it a power loss could otherwise leave a data file with no
+ * header).  Opening checks every header and reports damage as MD_ECORRUPT
+ * naming the file and the offset of the bad field.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -260,16 +263,16 @@ static int dfh_check(const mm_engine *e, int n, md_error *err)
     return 0;
 }
 
+/* The file table is allocated once, whole (MM_MAX_FILES * 32 bytes): a
+ * writer adding a file must not move the entries readers of other
+ * collections are using. */
 static int files_reserve(mm_engine *e)
 {
-    if (e->nfiles < e->files_cap)
-        return 0;
-    int cap = e->files_cap ? e->files_cap * 2 : 4;
-    mm_file *v = realloc(e->files, (size_t)cap * sizeof *v);
-    if (!v)
+    if (e->files)
+        return e->nfiles < e->files_cap ? 0 : MD_ENOSPC;
+    if (!(e->files = calloc(MM_MAX_FILES, sizeof *e->files)))
         return MD_ENOMEM;
-    e->files = v;
-    e->files_cap = cap;
+    e->files_cap = MM_MAX_FILES;
     return 0;
 }
 
@@ -389,17 +392,45 @@ static void dfh_init(mm_dfh *h, int64_t len, int n)
     h->file_no = n;
 }
 
-/* Write hdr (len bytes) at offset 0 of a new file; with the journal, make
- * the file and its directory entry durable before any journal section can
- * name it (MongoDB journals FileCreated instead). */
+/* Write hdr (len bytes) at offset 0 of a new file created as tmp, make it
+ * durable, then give it its name and make the directory entry durable:
+ * a crash leaves either no file or a complete one (at most a stray .tmp,
+ * which the next creation truncates).  With the journal this is what
+ * makes the file exist before any journal section can name it (MongoDB
+ * journals FileCreated instead). */
 static int file_init(const mm_engine *e, int fd, const void *hdr, size_t len,
-                     const char *path, md_error *err)
+                     const char *tmp, const char *path, md_error *err)
 {
-    if (pwrite(fd, hdr, len, 0) != (ssize_t)len)
-        return io_error(err, "cannot write", path);
-    if (e->journal && (fdatasync(fd) != 0 || mm_fsync_dir(e->dir) != 0))
-        return io_error(err, "cannot sync", path);
+    ssize_t w = pwrite(fd, hdr, len, 0);
+    if (w != (ssize_t)len) {
+        if (w >= 0)
+            errno = ENOSPC; /* a short write: the disk is full */
+        return io_error(err, "cannot write", tmp);
+    }
+    if (fdatasync(fd) != 0)
+        return io_error(err, "cannot sync", tmp);
+    if (rename(tmp, path) != 0)
+        return io_error(err, "cannot rename to", path);
+    if (mm_fsync_dir(e->dir) != 0) {
+        int rc = io_error(err, "cannot sync the directory of", path);
+        unlink(path);
+        return rc;
+    }
     return 0;
+}
+
+/* Give a new file its size with allocated blocks (posix_fallocate), so a
+ * full disk fails here and not as SIGBUS in a mapping; file systems that
+ * cannot allocate get a sparse file (ftruncate). */
+static int file_allocate(int fd, int64_t size, const char *path, md_error *err)
+{
+    int rc = posix_fallocate(fd, 0, (off_t)size);
+    if (rc == EINVAL || rc == EOPNOTSUPP)
+        rc = ftruncate(fd, (off_t)size) == 0 ? 0 : errno;
+    if (rc == 0)
+        return 0;
+    errno = rc;
+    return io_error(err, "cannot allocate", path);
 }
 
 /*
@@ -434,13 +465,17 @@ int mm_file_add(mm_engine *e, int64_t ext_size, md_error *err)
     int rc = files_reserve(e) != 0
                  ? md_error_set(err, MD_ENOMEM, MD_CODE_INTERNAL_ERROR, "out of memory")
                  : 0;
-    int fd = rc ? -1 : open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    if (!rc && access(path, F_OK) == 0)
+        rc = ENG_CORRUPT(err, "%s exists but is not data file %d of %s", path, n, e->dir);
+    int fd = rc ? -1 : open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (!rc && fd < 0)
-        rc = io_error(err, "cannot create", path);
-    if (!rc && ftruncate(fd, size) != 0)
-        rc = io_error(err, "cannot size", path);
+        rc = io_error(err, "cannot create", tmp);
     if (!rc)
-        rc = file_init(e, fd, h, sizeof *h, path, err);
+        rc = file_allocate(fd, size, tmp, err);
+    if (!rc)
+        rc = file_init(e, fd, h, sizeof *h, tmp, path, err);
     mm_file nf = {.fd = fd, .map = NULL, .wmap = NULL, .len = size};
     if (!rc)
         rc = map_file(e, &nf, path, err);
@@ -451,7 +486,9 @@ int mm_file_add(mm_engine *e, int64_t ext_size, md_error *err)
             unmap_file(&nf); /* closes fd */
         else
             close(fd);
-        unlink(path);
+        unlink(tmp);
+        if (nf.map)
+            unlink(path);
     } else if (!rc) {
         e->files[n] = nf;
         e->nfiles++;
@@ -474,11 +511,12 @@ void mm_files_close(mm_engine *e)
 int mm_files_flush(mm_engine *e, bool sync, md_error *err)
 {
     int flags = sync ? MS_SYNC : MS_ASYNC;
+    char path[4096];
     if (e->ns.wmap && msync(e->ns.wmap, (size_t)e->ns.len, flags) != 0)
-        return io_error(err, "msync", e->dir);
+        return io_error(err, "cannot flush (msync)", path_of(e, ".ns", path, sizeof path));
     for (int i = 0; i < e->nfiles; i++)
         if (msync(e->files[i].wmap, (size_t)e->files[i].len, flags) != 0)
-            return io_error(err, "msync", e->dir);
+            return io_error(err, "cannot flush (msync)", data_path(e, i, path, sizeof path));
     return 0;
 }
 
@@ -538,17 +576,19 @@ int mm_ns_file_open(mm_engine *e, int64_t ns_size, bool *created, md_error *err)
     if (fd < 0 && errno == ENOENT) {
         if (access(data_path(e, 0, dpath, sizeof dpath), F_OK) == 0)
             return ENG_CORRUPT(err, "%s is missing but data file %s exists", path, dpath);
-        fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        char tmp[4200];
+        snprintf(tmp, sizeof tmp, "%s.tmp", path);
+        fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         mm_ns_header h;
         ns_init(&h, ns_size);
-        int rc = 0;
-        if (fd >= 0 && ftruncate(fd, ns_size) != 0)
-            rc = io_error(err, "cannot size", path);
-        if (fd >= 0 && !rc)
-            rc = file_init(e, fd, &h, sizeof h, path, err);
+        if (fd < 0)
+            return io_error(err, "cannot create", tmp);
+        int rc = file_allocate(fd, ns_size, tmp, err);
+        if (!rc)
+            rc = file_init(e, fd, &h, sizeof h, tmp, path, err);
         if (rc) {
             close(fd);
-            unlink(path);
+            unlink(tmp);
             return rc;
         }
         *created = true;

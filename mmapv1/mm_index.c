@@ -22,6 +22,7 @@ typedef struct mm_ss {
     char name[ENG_IDENT_MAX];
     mm_bt_pager pager;
     mm_bt *bt;
+    md_error alloc_err; /* why the pager's last allocation failed */
 } mm_ss;
 
 typedef struct mm_ss_cur {
@@ -53,7 +54,7 @@ static int pg_alloc(void *ctx, eng_txn *tx, mm_bt_loc *loc, uint8_t **page)
     mm_txn *t = mm_T(tx, ss->e);
     mm_loc l;
     int rc = mm_record_insert(ss->e, t, ss->slot, NULL, MM_BUCKET_SIZE,
-                              MM_BUCKET_SIZE + MM_REC_HDR, &l, NULL);
+                              MM_BUCKET_SIZE + MM_REC_HDR, &l, &ss->alloc_err);
     if (rc)
         return rc;
     *loc = bt_loc(l);
@@ -206,7 +207,12 @@ int mm_ss_drop(eng_engine *eng, eng_txn *tx, const char *ident)
 int mm_ss_insert(eng_ss *ss, eng_txn *t, const uint8_t *key, uint32_t klen, eng_rid rid,
                  bool unique, eng_rid *dup_rid, md_error *err)
 {
-    return mm_bt_insert(SS(ss)->bt, t, key, klen, rid, unique, dup_rid, err);
+    mm_ss *s = SS(ss);
+    md_error_clear(&s->alloc_err);
+    int rc = mm_bt_insert(s->bt, t, key, klen, rid, unique, dup_rid, err);
+    if (rc && s->alloc_err.message[0] && err)
+        *err = s->alloc_err; /* the file system's words, naming the file */
+    return rc;
 }
 
 int mm_ss_remove(eng_ss *ss, eng_txn *t, const uint8_t *key, uint32_t klen, eng_rid rid)

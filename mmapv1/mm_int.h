@@ -180,9 +180,11 @@
  *   the group-commit buffer (mm_journal.c), which becomes one journal
  *   section every journalCommitInterval ms (default 100, 1..500), at once
  *   for a durable commit ({j: true}), or past 16 MB pending.  Creating a
- *   file is not journaled: its header is written with pwrite and, with the
- *   journal, fsynced (file and directory) before any section can name it;
- *   an aborted transaction leaves the new file empty and valid.
+ *   file is not journaled: it is created as <name>.tmp, allocated with
+ *   posix_fallocate (ENOSPC there, not SIGBUS in the mapping), its header
+ *   written with pwrite and fdatasynced, then renamed and the directory
+ *   fsynced -- journal on or off -- before any section can name it; an
+ *   aborted transaction leaves the new file empty and valid.
  *
  *   Ordering: no data-file byte may reach the disk before the section that
  *   carries it.  As MongoDB does, the engine reads and writes a MAP_PRIVATE
@@ -214,7 +216,9 @@
  *   the touched pages (MongoDB refuses {j: true} then; we sync instead).  After a crash, writes since the last flush are lost
  *   and the files may be inconsistent (the kernel wrote back some pages and
  *   not others): the .ns header flag above records the unclean run, and
- *   validate then reports an error saying so (never a crash).
+ *   validate then reports an error saying so, or, when a structure open
+ *   checks is damaged, open refuses with MD_ECORRUPT naming the file and
+ *   offset (never a crash; tests/faults/fault_powerloss.c).
  *
  * ---- Journal file DIR/journal/j._N ------------------------------------------
  *   JHeader (8192 bytes)
@@ -250,6 +254,27 @@
  *     0030: b0 20 00 00 00 00 00 00 <128 bytes of record>     ofs 0x20b0, file 0
  *     00b8: ff ff ff ff <crc32c>    00 00 00 00 0a 0a 0a 0a  footer
  *
+ * ---- Damage detection, and its limits --------------------------------------
+ *   Checksummed: journal file headers and sections (crc32c).  Checked
+ *   structurally: data file headers, the .ns header and slots, extent
+ *   headers and chains, record headers and chains, free lists, index
+ *   buckets (mm_btree.c: header, slots, key order across siblings), and
+ *   every record's BSON length against its slot.  Documents are checked
+ *   for well-formed BSON where a query hands them out (q_cursor.c,
+ *   eng_bson_well_formed), not on every engine read: the walk costs more
+ *   than an in-place $inc of a 1,440-field document.  A
+ *   failure is MD_ECORRUPT (DataCorruptionDetected) naming the file and the
+ *   offset, at open or from validate; a cursor that meets a damaged bucket
+ *   stops (it never hands out the same entry again).
+ *   Not detectable: there is no checksum on a record or a bucket, exactly
+ *   as in MongoDB's MMAPv1.  A flipped byte inside a document that leaves
+ *   valid BSON (a number, a string's bytes, even invalid UTF-8) changes the
+ *   value silently; in an index key it makes the index disagree with the
+ *   record (validate finds that); in a catalog entry it changes the entry
+ *   (an index's key pattern, say).  A damaged last journal section cannot
+ *   be told from a torn one: that commit is lost.
+ *   tests/faults/fault_corrupt.c holds the engine to exactly this.
+ *
  * ---- DIR/journal/lsn (24 bytes) -------------------------------------------
  *   0      8    magic "MDLSN001"
  *   8      8    lsn           last seqNumber applied and flushed
@@ -277,6 +302,7 @@
 #define MM_EXTENT_MAGIC 0x41424344u
 #define MM_NBUCKETS 26            /* RecordStoreV1Base::Buckets */
 #define MM_MAX_ALLOC (16 * 1024 * 1024 + 512 * 1024) /* MaxAllowedAllocation */
+#define MM_MAX_BSON (16 * 1024 * 1024 + 16 * 1024) /* BSONObjMaxInternalSize */
 #define MM_MAX_FILE_SIZE 0x7ff00000LL  /* DataFile::maxSize() on 64-bit */
 #define MM_MIN_EXTENT 0x1000      /* ExtentManager::minSize() */
 #define MM_MAX_FILES 16000        /* DiskLoc::MaxFiles */
@@ -472,6 +498,8 @@ typedef struct mm_engine {
     bool unclean_nojournal; /* last run wrote without a journal and did not
                                close cleanly: files may be inconsistent */
     bool journal_damaged;   /* replay stopped at damage before the end */
+    char jdamage[300];      /* where, when this open found it ("" if an
+                               earlier open did: only flag 2 says so) */
     mm_journal *j;      /* group commit, flush thread (always allocated) */
 } mm_engine;
 

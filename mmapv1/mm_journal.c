@@ -47,6 +47,7 @@ struct mm_journal {
     int64_t cow_bytes;
     bool stop;
     int failed;
+    char emsg[600]; /* what failed: "cannot write DIR/journal/j._3: ..." */
     /* under wmu */
     mm_jbuf spare;
     int fd;          /* current journal file, -1 when off */
@@ -87,6 +88,27 @@ int mm_fsync_dir(const char *dir)
     return rc;
 }
 
+/* MD_ENOSPC for a full disk (or quota), else MD_EIO, from errno. */
+static int io_rc(void)
+{
+    return errno == ENOSPC || errno == EDQUOT ? MD_ENOSPC : MD_EIO;
+}
+
+/* Remember what failed, from errno, unless an earlier failure is kept
+ * (j may be NULL during recovery).  Returns rc. */
+static int jerr(mm_journal *j, int rc, const char *what, const char *path)
+{
+    int saved = errno;
+    if (j) {
+        pthread_mutex_lock(&j->mu);
+        if (!j->failed)
+            snprintf(j->emsg, sizeof j->emsg, "%s %s: %s", what, path, strerror(saved));
+        pthread_mutex_unlock(&j->mu);
+    }
+    errno = saved;
+    return rc;
+}
+
 static int write_all(int fd, const void *buf, size_t len, off_t ofs)
 {
     const uint8_t *p = buf;
@@ -94,8 +116,10 @@ static int write_all(int fd, const void *buf, size_t len, off_t ofs)
         ssize_t n = pwrite(fd, p, len, ofs);
         if (n < 0 && errno == EINTR)
             continue;
+        if (n == 0)
+            errno = ENOSPC; /* no progress: the disk is full */
         if (n <= 0)
-            return MD_EIO;
+            return io_rc();
         p += n, len -= (size_t)n, ofs += n;
     }
     return 0;
@@ -140,10 +164,12 @@ static int lsn_write(const mm_engine *e, uint64_t lsn)
     mm_lsn_encode(b, lsn);
     int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0)
-        return MD_EIO;
+        return jerr(e->j, io_rc(), "cannot open", path);
     int rc = write_all(fd, b, sizeof b, 0);
-    if (rc == 0 && fdatasync(fd) != 0)
-        rc = MD_EIO;
+    if (rc)
+        jerr(e->j, rc, "cannot write", path);
+    else if (fdatasync(fd) != 0)
+        rc = jerr(e->j, io_rc(), "cannot sync", path);
     close(fd);
     return rc;
 }
@@ -157,6 +183,7 @@ typedef struct rstate {
     int nfds;
     md_error *err;
     bool damaged; /* a valid section follows an invalid one */
+    char stop[300]; /* where the replay stopped: "DIR/journal/j._0 at offset N" */
 } rstate;
 
 static int rfd(rstate *s, int32_t file, int *fd, int64_t *size)
@@ -211,10 +238,10 @@ static int replay_entry(void *ctx, int32_t file, uint32_t ofs, const uint8_t *da
     if ((int64_t)ofs + len > size)
         return ENG_CORRUPT(s->err, "journal entry [%u, +%u) past the end of file %d", ofs,
                            len, file);
-    if (write_all(fd, data, len, ofs) != 0)
-        return md_error_set(s->err, MD_EIO, MD_CODE_FILE_STREAM_FAILED,
-                            "journal replay: write to file %d failed: %s", file,
-                            strerror(errno));
+    if ((rc = write_all(fd, data, len, ofs)) != 0)
+        return md_error_set(s->err, rc, eng_rc_to_code(rc),
+                            "journal replay: write to data file %d at offset %u failed: %s",
+                            file, ofs, strerror(errno));
     return 0;
 }
 
@@ -300,6 +327,7 @@ static bool replay_file(rstate *s, int no, uint64_t lsn, uint64_t *last, int64_t
     if (!buf || read_all(fd, buf, MM_J_FILE_HDR, 0) != 0 ||
         mm_jfile_header_check(buf, &file_id) != 0) {
         more = false;
+        snprintf(s->stop, sizeof s->stop, "%.250s at offset 0 (file header)", path);
         goto out;
     }
     for (off_t at = MM_J_FILE_HDR;;) {
@@ -310,6 +338,7 @@ static bool replay_file(rstate *s, int no, uint64_t lsn, uint64_t *last, int64_t
         size_t padded = mm_jsect_padded_len(buf);
         if (padded == 0) {
             more = false;
+            snprintf(s->stop, sizeof s->stop, "%.250s at offset %lld", path, (long long)at);
             s->damaged = valid_after(fd, buf, cap, at + MM_J_ALIGN, file_id, *last);
             break;
         }
@@ -326,6 +355,7 @@ static bool replay_file(rstate *s, int no, uint64_t lsn, uint64_t *last, int64_t
         if (read_all(fd, buf, padded, at) != 0 || mm_jsect_check(buf, padded, file_id, &in) ||
             in.seq <= *last) {
             more = false; /* torn, damaged, or out of sequence */
+            snprintf(s->stop, sizeof s->stop, "%.250s at offset %lld", path, (long long)at);
             s->damaged = valid_after(fd, buf, cap, at + MM_J_ALIGN, file_id, *last);
             break;
         }
@@ -373,22 +403,28 @@ int mm_journal_recover(mm_engine *e, uint64_t *last_seq, int64_t *replayed, bool
         }
     }
     *damaged = s.damaged;
-    if (s.damaged)
-        fprintf(stderr, "mmapv1: %s/journal is damaged before its end: replay stopped "
+    if (s.damaged) {
+        snprintf(e->jdamage, sizeof e->jdamage, "%s", s.stop);
+        fprintf(stderr, "mmapv1: the journal is damaged before its end, in %s: replay stopped "
                         "after section %llu; the data files may be inconsistent\n",
-                e->dir, (unsigned long long)last);
+                s.stop, (unsigned long long)last);
+    }
     for (int i = 0; i < s.nfds; i++) {
         if (s.fds[i] < 0)
             continue;
-        if (rc == 0 && fsync(s.fds[i]) != 0)
-            rc = md_error_set(err, MD_EIO, MD_CODE_FILE_STREAM_FAILED,
-                              "journal replay: fsync failed: %s", strerror(errno));
+        if (rc == 0 && fsync(s.fds[i]) != 0) {
+            int frc = io_rc();
+            rc = md_error_set(err, frc, eng_rc_to_code(frc),
+                              "journal replay: fsync of %s file %d failed: %s",
+                              i ? "data" : ".ns", i - 1, strerror(errno));
+        }
         close(s.fds[i]);
     }
     free(s.fds);
     free(s.sizes);
     if (rc == 0 && last > lsn && (rc = lsn_write(e, last)) != 0)
-        md_error_set(err, rc, MD_CODE_FILE_STREAM_FAILED, "cannot write the journal LSN");
+        md_error_set(err, rc, eng_rc_to_code(rc), "cannot write %s/journal/lsn: %s", e->dir,
+                     strerror(errno));
     if (rc == 0 && n > 0) {
         char dir[4096];
         unlink_jfiles(e, nos, n);
@@ -416,10 +452,19 @@ static int jfile_create(mm_engine *e, int no)
     uint64_t id = ((uint64_t)now_ns() * 0x9e3779b97f4a7c15ull) ^ (uint64_t)getpid() ^
                   ((uint64_t)(unsigned)no << 40);
     mm_jfile_header(h, id, e->dir);
-    int rc = fd < 0 ? MD_EIO : write_all(fd, h, MM_J_FILE_HDR, 0);
-    if (rc == 0 && (fdatasync(fd) != 0 || mm_fsync_dir(dir) != 0))
-        rc = MD_EIO;
+    int rc = fd < 0 ? jerr(j, io_rc(), "cannot create", path) : write_all(fd, h, MM_J_FILE_HDR, 0);
+    if (rc && fd >= 0)
+        jerr(j, rc, "cannot write", path);
+    else if (rc == 0 && fdatasync(fd) != 0)
+        rc = jerr(j, io_rc(), "cannot sync", path);
+    else if (rc == 0 && mm_fsync_dir(dir) != 0)
+        rc = jerr(j, io_rc(), "cannot sync the directory", dir);
     free(h);
+    if (rc && fd >= 0) { /* never a journal file without a valid header */
+        close(fd);
+        fd = -1;
+        unlink(path);
+    }
     if (rc) {
         if (fd >= 0)
             close(fd);
@@ -452,8 +497,7 @@ static void set_failed(mm_journal *j, int rc)
     if (!j->failed)
         j->failed = rc;
     pthread_mutex_unlock(&j->mu);
-    fprintf(stderr, "mmapv1: journal write failed (%s); refusing further writes\n",
-            md_strerror(rc));
+    fprintf(stderr, "mmapv1: journal write failed (%s); refusing further writes\n", j->emsg);
 }
 
 static int apply_shared(void *ctx, int32_t file, uint32_t ofs, const uint8_t *data,
@@ -489,9 +533,13 @@ static int write_pending(mm_engine *e)
     pthread_mutex_unlock(&j->mu);
     size_t body = b.len;
     size_t padded = mm_jsect_seal(&b, j->seq + 1, j->file_id);
+    char path[4096];
+    jfile_path(e, j->cur_no, path, sizeof path);
     rc = write_all(j->fd, b.p, padded, j->fsize);
-    if (rc == 0 && fdatasync(j->fd) != 0)
-        rc = MD_EIO;
+    if (rc)
+        jerr(j, rc, "cannot write", path);
+    else if (fdatasync(j->fd) != 0)
+        rc = jerr(j, io_rc(), "cannot sync", path);
     if (rc == 0) {
         j->seq++;
         j->fsize += (int64_t)padded;
@@ -517,21 +565,34 @@ static int data_flush(mm_engine *e, bool sync, md_error *err)
     mm_journal *j = e->j;
     int rc = e->journal ? write_pending(e) : 0;
     if (rc)
-        return md_error_set(err, rc, MD_CODE_FILE_STREAM_FAILED, "journal write failed");
-    if ((rc = mm_files_flush(e, sync, err)) != 0)
+        return md_error_set(err, rc, eng_rc_to_code(rc), "journal write failed: %s", j->emsg);
+    md_error ferr;
+    if ((rc = mm_files_flush(e, sync, &ferr)) != 0) {
+        /* The data files may not hold what the journal says they do (after
+         * a failed msync the kernel may have dropped the dirty pages): the
+         * LSN must not move past it, so refuse every later write. */
+        pthread_mutex_lock(&j->mu);
+        if (!j->failed)
+            snprintf(j->emsg, sizeof j->emsg, "%.500s", ferr.message);
+        pthread_mutex_unlock(&j->mu);
+        set_failed(j, rc);
+        if (err)
+            *err = ferr;
         return rc;
+    }
     j->last_flush_ns = now_ns();
     j->n_flushes++;
     if (!e->journal || !sync || j->seq == j->lsn)
         return 0;
-    if ((rc = lsn_write(e, j->seq)) != 0)
-        return md_error_set(err, rc, MD_CODE_FILE_STREAM_FAILED,
-                            "cannot write the journal LSN");
+    if ((rc = lsn_write(e, j->seq)) != 0) {
+        set_failed(j, rc);
+        return md_error_set(err, rc, eng_rc_to_code(rc), "%s", j->emsg);
+    }
     j->lsn = j->seq;
     if ((rc = jfile_create(e, j->cur_no + 1)) != 0) {
         set_failed(j, rc);
-        return md_error_set(err, rc, MD_CODE_FILE_STREAM_FAILED,
-                            "cannot start a new journal file");
+        return md_error_set(err, rc, eng_rc_to_code(rc), "cannot start a new journal file: %s",
+                            j->emsg);
     }
     jfiles_trim(e);
     return 0;
@@ -600,8 +661,7 @@ int mm_journal_open(mm_engine *e, const mm_jopts *o, uint64_t last_seq, int64_t 
                                 "cannot create %s: %s", dir, strerror(errno));
         int rc = jfile_create(e, 0);
         if (rc)
-            return md_error_set(err, rc, MD_CODE_FILE_STREAM_FAILED,
-                                "cannot create the journal file in %s", dir);
+            return md_error_set(err, rc, eng_rc_to_code(rc), "%s", j->emsg);
     }
     if (pthread_create(&j->thread, NULL, jthread, e) != 0)
         return md_error_set(err, MD_ENOMEM, MD_CODE_INTERNAL_ERROR,
@@ -672,16 +732,16 @@ int mm_journal_commit(mm_engine *e, mm_txn *t, bool durable, md_error *err)
     bool now = durable || j->pend.len > MM_J_EARLY_BYTES;
     pthread_mutex_unlock(&j->mu);
     if (rc)
-        return md_error_set(err, rc, MD_CODE_FILE_STREAM_FAILED,
-                            "the journal failed earlier: writes are refused");
+        return md_error_set(err, rc, eng_rc_to_code(rc),
+                            "the journal failed earlier (%s): writes are refused", j->emsg);
     if (now) {
         pthread_mutex_lock(&j->wmu);
         j->n_early++;
         rc = write_pending(e);
         pthread_mutex_unlock(&j->wmu);
         if (rc)
-            return md_error_set(err, rc, MD_CODE_FILE_STREAM_FAILED,
-                                "journal write failed: %s", md_strerror(rc));
+            return md_error_set(err, rc, eng_rc_to_code(rc), "journal write failed: %s",
+                                j->emsg);
     }
     return 0;
 }

@@ -240,18 +240,26 @@ int mm_meta_load(mm_engine *e, md_error *err)
     mm_loc l = mm_loc_null();
     int64_t guard = mm_total_bytes(e) / 24 + 1;
     for (;;) {
-        int rc = mm_rec_step(e, e->meta_slot, l, true, &l);
+        mm_loc prev = l;
+        int rc = mm_rec_step(e, e->meta_slot, prev, true, &l);
+        if (rc && mm_loc_is_null(prev))
+            return ENG_CORRUPT(err, "catalog %s.system.namespaces: broken extent chain (%s/%s.ns "
+                                    "slot at offset 0x%llx)",
+                               e->db, e->dir, e->db,
+                               (unsigned long long)e->meta_slot * MM_NS_SLOT_SIZE);
         if (rc)
-            return ENG_CORRUPT(err, "catalog %s.system.namespaces: broken record chain",
-                               e->db);
+            return ENG_CORRUPT(err, "catalog %s.system.namespaces: broken record chain after "
+                                    "%s/%s.%d offset 0x%x",
+                               e->db, e->dir, e->db, prev.a, (unsigned)prev.ofs);
         if (mm_loc_is_null(l))
             break;
         const mm_record *r = mm_rs_locate(e, e->meta_slot, l);
         const char *key;
         if (!r || !meta_parse((const uint8_t *)(r + 1), (uint32_t)mm_le32((const uint8_t *)(r + 1)),
                               &key, NULL) || --guard < 0)
-            return ENG_CORRUPT(err, "catalog %s.system.namespaces: bad record at %d:0x%x",
-                               e->db, l.a, l.ofs);
+            return ENG_CORRUPT(err, "catalog %s.system.namespaces: bad record at %s/%s.%d offset "
+                                    "0x%x",
+                               e->db, e->dir, e->db, l.a, (unsigned)l.ofs);
         if (meta_push(e, key, l) != 0)
             return md_error_set(err, MD_ENOMEM, MD_CODE_INTERNAL_ERROR, "out of memory");
     }

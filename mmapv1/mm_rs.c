@@ -68,6 +68,7 @@ mm_record *mm_rs_locate(const mm_engine *e, int32_t slot, mm_loc l)
     return r;
 }
 
+
 /* The first (forward) or last record of the first non-empty extent from el. */
 static int extent_walk(const mm_engine *e, mm_loc el, bool forward, mm_loc *out)
 {

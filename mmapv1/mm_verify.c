@@ -336,7 +336,8 @@ static void note_unclean(const mm_engine *e, eng_validate *v)
                               "and writes since the last flush may be lost");
     if (e->journal_damaged)
         eng_validate_error(v, "journal replay stopped at a damaged section before the end of "
-                              "the journal: data files may be inconsistent");
+                              "the journal%s%s: data files may be inconsistent",
+                           e->jdamage[0] ? ", in " : "", e->jdamage);
 }
 
 int mm_rs_validate(eng_rs *rs_, eng_validate *v)

@@ -184,6 +184,7 @@ typedef struct q_cursor {
     bson_t view;
     int64_t limit, returned;
     eng_rid stash;
+    eng_rid bad;     /* a record that is not well-formed BSON: the batch fails */
     int64_t used_ms; /* last find/getMore, for the idle timeout */
     bool no_timeout;
     struct q_cursor *next;
@@ -244,7 +245,19 @@ static int cursor_next(q_cursor *cur, const bson_t **doc, eng_rid *rid)
     }
     int rc = q_scan_next(&cur->scan, rid, &cur->view);
     *doc = &cur->view;
+    /* engines without a record checksum may hold damaged BSON: it must not
+     * reach the caller (mmapv1's mm_int.h, "Damage detection") */
+    if (rc == 0 && !eng_bson_well_formed(bson_get_data(&cur->view), cur->view.len)) {
+        cur->bad = *rid;
+        return MD_ECORRUPT;
+    }
     return rc;
+}
+
+static int bad_record(q_cursor *cur, md_error *err)
+{
+    return ENG_CORRUPT(err, "record %lld of %s is not a well-formed BSON document",
+                       (long long)cur->bad, cur->ns);
 }
 
 static void cursor_unread(q_cursor *cur, eng_rid rid)
@@ -380,6 +393,8 @@ static int cursor_start(q_cursor *cur, const q_find_args *a, md_error *err)
         return rc;
     if (!cur->scan.plan.sort_provided && (rc = materialize_sorted(cur, a->sort, err)))
         return rc;
+    if (cur->bad)
+        return bad_record(cur, err);
     for (int64_t i = 0; i < a->skip && cursor_next(cur, &doc, &rid) == 0; i++)
         ;
     return 0;
@@ -409,10 +424,11 @@ int q_cursor_find(md_db *db, q_coll *c, const char *ns, const q_find_args *a, bs
                 &exhausted);
     cur->used_ms = q_now_ms();
     cur->no_timeout = a->no_timeout;
-    if (exhausted || a->single_batch || !c) {
+    if (exhausted || a->single_batch || !c || cur->bad) {
+        rc = cur->bad ? bad_record(cur, err) : 0;
         q_coll_unlock(db, c);
         cursor_free(cur);
-        return 0;
+        return rc;
     }
     if (cur->has_scan)
         q_scan_save(&cur->scan);
@@ -440,6 +456,8 @@ int q_cursor_get_more(md_db *db, int64_t id, const char *ns, int64_t batch_size,
     if (cur->has_scan && q_scan_restore(&cur->scan) != 0)
         cur->scan.eof = true;
     reply_batch(cur, reply, batch_size > 0 ? batch_size : -1, false, &exhausted);
+    int rc = cur->bad ? bad_record(cur, err) : 0;
+    exhausted |= rc != 0;
     if (!exhausted && cur->has_scan)
         q_scan_save(&cur->scan);
     if (exhausted)
@@ -449,7 +467,7 @@ int q_cursor_get_more(md_db *db, int64_t id, const char *ns, int64_t batch_size,
         cur->used_ms = q_now_ms();
         cursor_link(db, cur);
     }
-    return 0;
+    return rc;
 }
 
 /* Cursors idle longer than the timeout are killed, as MongoDB's
