@@ -203,13 +203,14 @@ int bt_rs_get(eng_rs *rs, eng_rid rid, const uint8_t **data, uint32_t *len)
 {
     bt_engine *e = BT_ENG(rs);
     bt_view *v = view_of((bt_handle *)rs);
-    md_error err;
+    md_error err = {0};
     if (!v)
         return MD_ENOMEM;
     bt_read_check(e);
     bt_latch_shared(e);
     int rc = bt_lookup(e, bt_txn_mine(e), BT_TREE(rs), NULL, 0, rid, &v->b, &err);
     bt_unlatch(e);
+    eng_note_error(rc, &err);
     if (rc)
         return rc;
     *data = v->b.p ? v->b.p : (const uint8_t *)"";
@@ -353,12 +354,13 @@ int bt_rs_cursor_next(eng_rs_cursor *ch, eng_rid *rid, const uint8_t **data, uin
 {
     bt_rs_cursor *c = (bt_rs_cursor *)ch;
     bt_engine *e = BT_ENG(ch->rs);
-    md_error err;
+    md_error err = {0};
     bt_read_check(e);
     bt_latch_shared(e);
     int rc = bt_cur_find(e, bt_txn_mine(e), BT_TREE(ch->rs), &c->cur, NULL, 0, c->cur.rid,
                          c->forward, false, !c->cur.have, &err);
     bt_unlatch(e);
+    eng_note_error(rc, &err);
     if (rc)
         return rc;
     *rid = c->cur.rid;
@@ -488,12 +490,13 @@ static int ss_find(bt_ss_cursor *c, const uint8_t *key, uint32_t klen, eng_rid r
                    bool incl, bool inf, int end_state)
 {
     bt_engine *e = BT_ENG(c->hdr.ss);
-    md_error err;
+    md_error err = {0};
     bt_read_check(e);
     bt_latch_shared(e);
     bt_txn *x = bt_txn_mine(e);
     int rc = bt_cur_find(e, x, BT_TREE(c->hdr.ss), &c->cur, key, klen, rid, fwd, incl, inf,
                          &err);
+    eng_note_error(rc, &err);
     c->gen = e->gen;
     c->txn = x ? x->id : 0;
     c->wseq = x ? x->wseq : 0;

@@ -393,5 +393,10 @@ int eng_rc_to_code(int rc);
  * (bson_validate costs several times as much): for engines without a
  * checksum on records, before a document leaves the library. */
 bool eng_bson_well_formed(const uint8_t *p, uint32_t len);
+/* Reads (rs_get, cursors) take no md_error: an engine notes the details of
+ * a failed read here (per thread), and the caller that reports the failure
+ * takes them (false: none noted since the last take). */
+void eng_note_error(int rc, const md_error *err);
+bool eng_take_error(md_error *out);
 
 #endif /* ENG_H */

@@ -278,3 +278,25 @@ bool eng_bson_well_formed(const uint8_t *p, uint32_t len)
 {
     return p && well_formed(p, len, 0);
 }
+
+/* ---- read errors ------------------------------------------------------------ */
+
+static __thread md_error tls_err;
+static __thread bool tls_err_set;
+
+void eng_note_error(int rc, const md_error *err)
+{
+    if (rc && rc != MD_NOTFOUND && err && err->message[0]) {
+        tls_err = *err;
+        tls_err_set = true;
+    }
+}
+
+bool eng_take_error(md_error *out)
+{
+    bool had = tls_err_set;
+    if (had && out)
+        *out = tls_err;
+    tls_err_set = false;
+    return had;
+}

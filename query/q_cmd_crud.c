@@ -639,6 +639,8 @@ static int fam_target_ordered(md_db *db, q_coll *c, const fam_args *a, const q_m
     *ok = !rc && s.plan.sort_provided;
     if (*ok && q_scan_next(&s, target, &doc) != 0)
         *target = ENG_RID_NONE;
+    if (!rc)
+        rc = q_scan_error(&s, err);
     q_scan_close(&s);
     return rc;
 }

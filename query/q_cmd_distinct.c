@@ -160,8 +160,9 @@ static int distinct_scan(md_db *db, q_coll *c, const bson_t *query, const q_matc
         bson_t *copy = d->own[d->nown++] = bson_copy(&doc);
         extract(d, bson_get_data(copy), copy->len, p, 0);
     }
+    rc = q_scan_error(&s, err);
     q_scan_close(&s);
-    return 0;
+    return rc;
 }
 
 int q_cmd_distinct(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err)

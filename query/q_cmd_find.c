@@ -311,9 +311,10 @@ static int count_matches(md_db *db, q_coll *c, const count_args *a, int64_t *n,
     while ((a->limit == 0 || *n < a->limit) && q_scan_next(&s, &rid, &doc) == 0)
         if (seen++ >= a->skip)
             (*n)++;
+    rc = q_scan_error(&s, err);
     q_scan_close(&s);
     q_matcher_destroy(m);
-    return 0;
+    return rc;
 }
 
 int q_cmd_count(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err)

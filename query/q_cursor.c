@@ -185,6 +185,7 @@ typedef struct q_cursor {
     int64_t limit, returned;
     eng_rid stash;
     eng_rid bad;     /* a record that is not well-formed BSON: the batch fails */
+    int fail;        /* an engine error ended the scan: so does the batch */
     int64_t used_ms; /* last find/getMore, for the idle timeout */
     bool no_timeout;
     struct q_cursor *next;
@@ -245,6 +246,8 @@ static int cursor_next(q_cursor *cur, const bson_t **doc, eng_rid *rid)
     }
     int rc = q_scan_next(&cur->scan, rid, &cur->view);
     *doc = &cur->view;
+    if (rc && rc != MD_NOTFOUND)
+        cur->fail = rc;
     /* engines without a record checksum may hold damaged BSON: it must not
      * reach the caller (mmapv1's mm_int.h, "Damage detection") */
     if (rc == 0 && !eng_bson_well_formed(bson_get_data(&cur->view), cur->view.len)) {
@@ -256,6 +259,8 @@ static int cursor_next(q_cursor *cur, const bson_t **doc, eng_rid *rid)
 
 static int bad_record(q_cursor *cur, md_error *err)
 {
+    if (cur->fail)
+        return q_scan_error(&cur->scan, err);
     return ENG_CORRUPT(err, "record %lld of %s is not a well-formed BSON document",
                        (long long)cur->bad, cur->ns);
 }
@@ -393,7 +398,7 @@ static int cursor_start(q_cursor *cur, const q_find_args *a, md_error *err)
         return rc;
     if (!cur->scan.plan.sort_provided && (rc = materialize_sorted(cur, a->sort, err)))
         return rc;
-    if (cur->bad)
+    if (cur->bad || cur->fail)
         return bad_record(cur, err);
     for (int64_t i = 0; i < a->skip && cursor_next(cur, &doc, &rid) == 0; i++)
         ;
@@ -424,8 +429,8 @@ int q_cursor_find(md_db *db, q_coll *c, const char *ns, const q_find_args *a, bs
                 &exhausted);
     cur->used_ms = q_now_ms();
     cur->no_timeout = a->no_timeout;
-    if (exhausted || a->single_batch || !c || cur->bad) {
-        rc = cur->bad ? bad_record(cur, err) : 0;
+    if (exhausted || a->single_batch || !c || cur->bad || cur->fail) {
+        rc = cur->bad || cur->fail ? bad_record(cur, err) : 0;
         q_coll_unlock(db, c);
         cursor_free(cur);
         return rc;
@@ -456,7 +461,7 @@ int q_cursor_get_more(md_db *db, int64_t id, const char *ns, int64_t batch_size,
     if (cur->has_scan && q_scan_restore(&cur->scan) != 0)
         cur->scan.eof = true;
     reply_batch(cur, reply, batch_size > 0 ? batch_size : -1, false, &exhausted);
-    int rc = cur->bad ? bad_record(cur, err) : 0;
+    int rc = cur->bad || cur->fail ? bad_record(cur, err) : 0;
     exhausted |= rc != 0;
     if (!exhausted && cur->has_scan)
         q_scan_save(&cur->scan);

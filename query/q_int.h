@@ -305,6 +305,7 @@ typedef struct q_scan {
     q_buf last_key;     /* the entry an index scan returned last */
     eng_rid last;
     bool started, restored, eof;
+    int fail;               /* an engine error ended the scan (q_scan_error) */
     q_yield yield;
     q_ridset seen;      /* rids an index scan returned (dedup) */
     bson_t kdoc;        /* a covered scan's document, decoded from the key */
@@ -328,6 +329,9 @@ int q_scan_open_plan(q_scan *s, md_db *db, q_coll *c, const q_matcher *m, q_plan
 /* Next matching record: 0, or MD_NOTFOUND at the end.  *doc is a borrowed
  * static view, valid until the next call or the next write. */
 int q_scan_next(q_scan *s, eng_rid *rid, bson_t *doc);
+/* After q_scan_next stopped: 0 at a normal end, else the engine error that
+ * ended the scan (filled into err).  q_scan_next also returns it. */
+int q_scan_error(const q_scan *s, md_error *err);
 void q_scan_save(q_scan *s);
 int q_scan_restore(q_scan *s);
 void q_scan_close(q_scan *s);

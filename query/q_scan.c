@@ -68,24 +68,33 @@ static int prefix_cmp(const uint8_t *k, uint32_t kl, const q_buf *b)
     return c ? c : (kl < b->len ? -1 : 0);
 }
 
+/* An engine failure other than "no more entries" ends the scan with it. */
+static void note(q_scan *s, int rc)
+{
+    if (rc && rc != MD_NOTFOUND && !s->fail) {
+        s->fail = rc;
+        s->eof = true;
+    }
+}
+
 /* Seek to the first entry whose prefix is > b (after) or >= b. */
 static void seek_bound(q_scan *s, const q_buf *b, bool after)
 {
     uint8_t tmp[4096], ff = 0xFF;
     size_t n = b->len;
     if (!after) {
-        eng_ss_cursor_seek(s->sc, b->data, (uint32_t)b->len, ENG_RID_NONE);
+        note(s, eng_ss_cursor_seek(s->sc, b->data, (uint32_t)b->len, ENG_RID_NONE));
         return;
     }
     while (n > 0 && b->data[n - 1] == 0xFF)
         n--;
     if (n == 0 || n > sizeof tmp) { /* past every key: none starts with FF */
-        eng_ss_cursor_seek(s->sc, &ff, 1, ENG_RID_NONE);
+        note(s, eng_ss_cursor_seek(s->sc, &ff, 1, ENG_RID_NONE));
         return;
     }
     memcpy(tmp, b->data, n);
     tmp[n - 1]++;
-    eng_ss_cursor_seek(s->sc, tmp, (uint32_t)n, ENG_RID_NONE);
+    note(s, eng_ss_cursor_seek(s->sc, tmp, (uint32_t)n, ENG_RID_NONE));
 }
 
 /* Position at the start of interval s->iv in the scan's direction. */
@@ -96,7 +105,7 @@ static void enter_interval(q_scan *s)
         seek_bound(s, &iv->lo, !iv->lo_incl);
     } else {
         seek_bound(s, &iv->hi, iv->hi_incl);
-        eng_ss_cursor_prev(s->sc);
+        note(s, eng_ss_cursor_prev(s->sc));
     }
 }
 
@@ -112,10 +121,7 @@ static bool next_interval(q_scan *s)
 
 static void step(q_scan *s)
 {
-    if (s->plan.dir > 0)
-        eng_ss_cursor_next(s->sc);
-    else
-        eng_ss_cursor_prev(s->sc);
+    note(s, s->plan.dir > 0 ? eng_ss_cursor_next(s->sc) : eng_ss_cursor_prev(s->sc));
 }
 
 /* Where the cursor should be before looking at the next entry. */
@@ -148,7 +154,11 @@ static bool index_step(q_scan *s, eng_rid *rid)
         return false;
     advance(s);
     for (;;) {
-        if (eng_ss_cursor_get(s->sc, &k, &kl, rid) != 0) {
+        int rc = s->fail ? s->fail : eng_ss_cursor_get(s->sc, &k, &kl, rid);
+        note(s, rc);
+        if (s->fail)
+            return false;
+        if (rc != 0) {
             if (!next_interval(s))
                 return false;
             continue;
@@ -208,7 +218,11 @@ static int scan_next_index(q_scan *s, eng_rid *rid, bson_t *doc)
                 bson_init_static(doc, bson_get_data(&s->kdoc), s->kdoc.len))
                 return s->advanced++, 0;
         }
-        if (eng_rs_get(s->c->rs, *rid, &data, &len) != 0 || !bson_init_static(doc, data, len))
+        int rc = eng_rs_get(s->c->rs, *rid, &data, &len);
+        note(s, rc);
+        if (s->fail)
+            break;
+        if (rc != 0 || !bson_init_static(doc, data, len))
             continue; /* a stale entry: validate reports it */
         Q_COUNT(s->db->m.scanned_objects, 1);
         s->docs++;
@@ -224,7 +238,9 @@ static int scan_next_coll(q_scan *s, eng_rid *rid, bson_t *doc)
     uint32_t len;
     while (!s->eof) {
         maybe_yield(s);
-        if (s->eof || eng_rs_cursor_next(s->rc, rid, &data, &len) != 0) {
+        int rc = s->eof ? MD_NOTFOUND : eng_rs_cursor_next(s->rc, rid, &data, &len);
+        if (rc != 0) {
+            note(s, rc);
             s->eof = true;
             break;
         }
@@ -240,9 +256,22 @@ static int scan_next_coll(q_scan *s, eng_rid *rid, bson_t *doc)
 
 int q_scan_next(q_scan *s, eng_rid *rid, bson_t *doc)
 {
-    if (s->kind == Q_SCAN_INDEX)
-        return scan_next_index(s, rid, doc);
-    return scan_next_coll(s, rid, doc);
+    int rc = s->kind == Q_SCAN_INDEX ? scan_next_index(s, rid, doc)
+                                     : scan_next_coll(s, rid, doc);
+    return s->fail ? s->fail : rc;
+}
+
+int q_scan_error(const q_scan *s, md_error *err)
+{
+    md_error detail;
+    if (!s->fail)
+        return 0;
+    if (eng_take_error(&detail) && err && !err->message[0]) {
+        *err = detail; /* the engine's words: the file and the offset */
+        return s->fail;
+    }
+    q_err_engine(err, s->fail, "scanning");
+    return s->fail;
 }
 
 /* ---- opening, choosing ---------------------------------------------------------------- */
@@ -429,6 +458,8 @@ int q_scan_collect(md_db *db, q_coll *c, const bson_t *filter, const q_matcher *
         }
         (*rids)[(*n)++] = rid;
     }
+    if (!rc)
+        rc = q_scan_error(&s, err);
     q_scan_close(&s);
     return rc;
 }

@@ -272,7 +272,7 @@ static int list_files(const char *dir, const char *sub, char (*out)[256], int n,
 }
 
 typedef struct outcome {
-    int open_err, read_err, validate_err, no_effect, last_lost, undetected, short_reads;
+    int open_err, read_err, validate_err, no_effect, last_lost, undetected;
 } outcome;
 
 /* A code is acceptable with a message naming the file (and an offset for
@@ -298,7 +298,7 @@ static void on_alarm(int sig)
     _exit(3);
 }
 
-enum { R_OPEN = 10, R_READ, R_VALIDATE, R_SAME, R_LAST, R_UNDETECTED, R_SHORT };
+enum { R_OPEN = 10, R_READ, R_VALIDATE, R_SAME, R_LAST, R_UNDETECTED };
 
 /* The checks of one round, in a child: exits with R_* or 2 on a violation. */
 static void check_round(const char *dir, const char *engine, const char *file, const snap *ref,
@@ -368,19 +368,17 @@ static void check_round(const char *dir, const char *engine, const char *file, c
         _exit(reported ? R_VALIDATE : R_SAME);
     if (last && (strstr(file, "log/") || strstr(file, "journal/")))
         _exit(R_LAST);
-    /* btree: checksums catch every flip, so different data is a failure;
-     * reads that come back short without an error while validate reports
-     * the damage are the query layer dropping the engine's error (q_scan
-     * ignores index cursor and record fetch failures: reported, not fixed
-     * here), failed only with MINIDOC_CORRUPT_STRICT=1 */
-    if (btree && (!reported || getenv("MINIDOC_CORRUPT_STRICT"))) {
+    /* btree: checksums catch every flip, and a scan that meets a damaged
+     * page fails with the engine's error (q_scan_error): different data
+     * without an error is a failure, whatever validate says */
+    if (btree) {
         fprintf(stderr, "btree returned different data with no error%s\n--- got\n%.3000s\n"
                         "--- want\n%.3000s\n", reported ? " (validate reported damage)" : "",
                 got.docs, ref->docs);
         _exit(2);
     }
     if (reported)
-        _exit(btree ? R_SHORT : R_VALIDATE);
+        _exit(R_VALIDATE);
     /* mmapv1: values inside a document may change undetectably, but the
      * indexes must still find the documents the records hold */
     _exit(R_UNDETECTED);
@@ -497,7 +495,6 @@ static void corrupt_rounds(const char *engine, int rounds)
         case R_SAME: out.no_effect++; break;
         case R_LAST: out.last_lost++; break;
         case R_UNDETECTED: out.undetected++; break;
-        case R_SHORT: out.short_reads++; break;
         }
     }
     snap_free(&ref);
@@ -506,10 +503,9 @@ static void corrupt_rounds(const char *engine, int rounds)
     nftw(work, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
     cr_log_info("corrupt (%s): %d rounds over %d files, seed %llu: open refused %d, read error "
                 "%d, validate reported %d, no effect %d, last log/journal write lost %d, "
-                "undetected value change (mmapv1) %d, reads short without an error but "
-                "validate reported (btree; query layer) %d",
+                "undetected value change (mmapv1) %d",
                 engine, rounds, nf, (unsigned long long)seed, out.open_err, out.read_err,
-                out.validate_err, out.no_effect, out.last_lost, out.undetected, out.short_reads);
+                out.validate_err, out.no_effect, out.last_lost, out.undetected);
 }
 
 Test(corrupt, mmapv1_flipped_bytes, .timeout = 600)
