@@ -54,28 +54,17 @@ static uint64_t engine_ids;
 
 /* ---- latches ------------------------------------------------------------------- */
 
-static int64_t now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 /* Writers are preferred, so that commits are not starved by a stream of
  * readers; the shared latch is therefore never taken twice by a thread. */
 int bt_conc_init(bt_engine *e)
 {
-    pthread_rwlockattr_t a;
-    pthread_rwlockattr_init(&a);
-    pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-    int rc = pthread_rwlock_init(&e->latch, &a);
-    pthread_rwlockattr_destroy(&a);
+    eng_rwlock_init(&e->latch);
     pthread_mutex_init(&e->page_mu, NULL);
     pthread_mutex_init(&e->txn_mu, NULL);
     e->id = ADD(engine_ids, 1);
     e->next_txn = 1;
     e->last_ts = 1;
-    return rc ? MD_ENOMEM : 0;
+    return 0;
 }
 
 void bt_conc_cleanup(bt_engine *e)
@@ -88,9 +77,9 @@ void bt_conc_cleanup(bt_engine *e)
 void bt_latch_shared(bt_engine *e)
 {
     if (pthread_rwlock_tryrdlock(&e->latch) != 0) {
-        int64_t t0 = now_us();
+        int64_t t0 = eng_now_us();
         pthread_rwlock_rdlock(&e->latch);
-        ADD(e->st.sh_us, now_us() - t0);
+        ADD(e->st.sh_us, eng_now_us() - t0);
     }
     ADD(e->st.sh_n, 1);
 }
@@ -98,9 +87,9 @@ void bt_latch_shared(bt_engine *e)
 void bt_latch_excl(bt_engine *e)
 {
     if (pthread_rwlock_trywrlock(&e->latch) != 0) {
-        int64_t t0 = now_us();
+        int64_t t0 = eng_now_us();
         pthread_rwlock_wrlock(&e->latch);
-        ADD(e->st.ex_us, now_us() - t0);
+        ADD(e->st.ex_us, eng_now_us() - t0);
     }
     ADD(e->st.ex_n, 1);
 }

@@ -59,6 +59,7 @@
 #ifndef ENG_H
 #define ENG_H
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -398,5 +399,11 @@ bool eng_bson_well_formed(const uint8_t *p, uint32_t len);
  * takes them (false: none noted since the last take). */
 void eng_note_error(int rc, const md_error *err);
 bool eng_take_error(md_error *out);
+/* A reader/writer lock that prefers writers, so a stream of readers cannot
+ * starve one (MongoDB's lock manager queues requests in order).  A thread
+ * must therefore never take it shared twice. */
+void eng_rwlock_init(pthread_rwlock_t *l);
+/* A monotonic clock in microseconds, for lock-wait statistics. */
+int64_t eng_now_us(void);
 
 #endif /* ENG_H */

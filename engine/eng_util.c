@@ -5,6 +5,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "eng.h"
 
@@ -299,4 +300,20 @@ bool eng_take_error(md_error *out)
         *out = tls_err;
     tls_err_set = false;
     return had;
+}
+
+void eng_rwlock_init(pthread_rwlock_t *l)
+{
+    pthread_rwlockattr_t a;
+    pthread_rwlockattr_init(&a);
+    pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(l, &a);
+    pthread_rwlockattr_destroy(&a);
+}
+
+int64_t eng_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }

@@ -281,7 +281,7 @@ static q_coll *coll_new(const char *name, const char *ns, const bson_t *options,
     else
         bson_init(&c->options);
     c->alloc = alloc;
-    q_rwlock_init(&c->lock);
+    eng_rwlock_init(&c->lock);
     pthread_mutex_init(&c->plan_mu, NULL);
     return c;
 }

@@ -127,8 +127,6 @@ struct md_db {
 #define Q_MULTIKEY(ix) __atomic_load_n(&(ix)->multikey, __ATOMIC_RELAXED)
 #define Q_SET(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
 int q_lock_init(md_db *db, const bson_t *opts, md_error *err);
-/* A writer-preferring rwlock. */
-void q_rwlock_init(pthread_rwlock_t *l);
 void q_lock_destroy(md_db *db);
 /* The database lock, held by md_db_command around every command: mode
  * Q_MODE_IS (reads) and Q_MODE_IX (writes) share it, Q_MODE_X excludes. */

@@ -60,22 +60,6 @@ static __thread struct {
     held_lock held[Q_HELD_MAX];
 } tls;
 
-static int64_t now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-void q_rwlock_init(pthread_rwlock_t *l)
-{
-    pthread_rwlockattr_t a;
-    pthread_rwlockattr_init(&a);
-    pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-    pthread_rwlock_init(l, &a);
-    pthread_rwlockattr_destroy(&a);
-}
-
 /* Take l in mode (S or X), counting the acquisition and any wait. */
 static void acquire(pthread_rwlock_t *l, int mode, q_lockstat *st)
 {
@@ -83,13 +67,13 @@ static void acquire(pthread_rwlock_t *l, int mode, q_lockstat *st)
     Q_COUNT(st->acquire[mode], 1);
     if ((x ? pthread_rwlock_trywrlock(l) : pthread_rwlock_tryrdlock(l)) == 0)
         return;
-    int64_t t0 = now_us();
+    int64_t t0 = eng_now_us();
     if (x)
         pthread_rwlock_wrlock(l);
     else
         pthread_rwlock_rdlock(l);
     Q_COUNT(st->waits[mode], 1);
-    Q_COUNT(st->wait_us[mode], now_us() - t0);
+    Q_COUNT(st->wait_us[mode], eng_now_us() - t0);
 }
 
 const char *q_gran_name(int gran)
@@ -122,8 +106,8 @@ int q_lock_init(md_db *db, const bson_t *opts, md_error *err)
                          : db->ops->collection_lock ? ", collection"
                                                     : "");
     }
-    q_rwlock_init(&db->db_lock);
-    q_rwlock_init(&db->data_lock);
+    eng_rwlock_init(&db->db_lock);
+    eng_rwlock_init(&db->data_lock);
     pthread_mutex_init(&db->txn_mu, NULL);
     pthread_mutex_init(&db->cur_mu, NULL);
     pthread_mutex_init(&db->fail_mu, NULL);
