@@ -21,33 +21,6 @@
 
 #include "bt_int.h"
 
-/* ---- crc32c ----------------------------------------------------------------- */
-
-static uint32_t crc_table[256];
-static bool crc_ready;
-
-static void crc_init(void)
-{
-    for (uint32_t i = 0; i < 256; i++) {
-        uint32_t c = i;
-        for (int k = 0; k < 8; k++)
-            c = c & 1 ? (c >> 1) ^ 0x82F63B78u : c >> 1;
-        crc_table[i] = c;
-    }
-    crc_ready = true;
-}
-
-uint32_t bt_crc32c(uint32_t crc, const void *buf, size_t len)
-{
-    const uint8_t *p = buf;
-    if (!crc_ready)
-        crc_init();
-    crc = ~crc;
-    while (len--)
-        crc = crc_table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
-    return ~crc;
-}
-
 /* ---- small helpers ---------------------------------------------------------- */
 
 /* An I/O failure, from errno: a full disk (or quota) is MD_ENOSPC with
@@ -207,7 +180,7 @@ static void desc_image(uint8_t *d)
     memcpy(d, &magic, 4);
     memcpy(d + 4, &major, 2);
     memcpy(d + 6, &minor, 2);
-    ck = bt_crc32c(0, d, 16);
+    ck = eng_crc32c(0, d, 16);
     memcpy(d + 8, &ck, 4);
 }
 
@@ -310,7 +283,7 @@ int bt_block_write(bt_block *b, uint8_t *img, uint32_t disk_size, bt_addr *out, 
     memcpy(img + 28, &disk_size, 4);
     memcpy(img + 32, &zero, 4);
     img[36] = 1;
-    ck = bt_crc32c(0, img, disk_size);
+    ck = eng_crc32c(0, img, disk_size);
     memcpy(img + 32, &ck, 4);
     memset(img + disk_size, 0, size - disk_size);
     uint64_t off = block_alloc(b, size);
@@ -356,7 +329,7 @@ int bt_block_read(bt_block *b, const bt_addr *a, uint8_t **out, md_error *err)
     memcpy(&ck, img + 32, 4);
     if (disk_size >= BT_HDR && disk_size <= a->size) {
         memcpy(img + 32, &zero, 4);
-        uint32_t got = bt_crc32c(0, img, disk_size);
+        uint32_t got = eng_crc32c(0, img, disk_size);
         memcpy(img + 32, &ck, 4);
         if (got == ck && ck == a->cksum) {
             *out = img;

@@ -300,7 +300,7 @@ static int turtle_write(bt_engine *e, uint64_t lsn, md_error *err)
     if (lsn)
         BSON_APPEND_INT64(&doc, "logLsn", (int64_t)lsn);
     uint8_t hdr[16];
-    uint32_t len = doc.len, ck = bt_crc32c(0, bson_get_data(&doc), doc.len);
+    uint32_t len = doc.len, ck = eng_crc32c(0, bson_get_data(&doc), doc.len);
     memcpy(hdr, TURTLE_MAGIC, 8);
     memcpy(hdr + 8, &len, 4);
     memcpy(hdr + 12, &ck, 4);
@@ -338,7 +338,7 @@ static int turtle_read(bt_engine *e, const char *path, bson_t **out, md_error *e
             why = "short: the document at offset 16 is cut off";
             if (read(fd, buf, len) == (ssize_t)len) {
                 why = "the document at offset 16 fails its checksum (offset 12)";
-                if (bt_crc32c(0, buf, len) == ck) {
+                if (eng_crc32c(0, buf, len) == ck) {
                     why = "the document at offset 16 is not BSON";
                     *out = bson_new_from_data(buf, len);
                 }

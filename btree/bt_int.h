@@ -179,7 +179,6 @@ typedef struct bt_block {
     int64_t bytes_written, blocks_written; /* since open */
 } bt_block;
 
-uint32_t bt_crc32c(uint32_t crc, const void *buf, size_t len);
 int bt_ext_add(bt_extlist *l, uint64_t off, uint64_t size);
 bool bt_ext_remove(bt_extlist *l, uint64_t off, uint64_t size);
 bool bt_ext_overlaps(const bt_extlist *l, uint64_t off, uint64_t size);

@@ -173,7 +173,7 @@ int bt_log_encode(uint64_t lsn, const uint8_t *body, size_t n, bool compress, bt
     wr32(h + 16, (uint32_t)n);
     h[20] = (uint8_t)comp;
     out->n = BT_LOG_RHDR + stored;
-    wr32(h + 4, bt_crc32c(0, h, out->n));
+    wr32(h + 4, eng_crc32c(0, h, out->n));
     return 0;
 }
 
@@ -195,7 +195,7 @@ int bt_log_decode(const uint8_t *rec, size_t avail, uint64_t lsn, bt_buf *body,
         return MD_ECORRUPT;
     memcpy(h, rec, BT_LOG_RHDR);
     memset(h + 4, 0, 4);
-    uint32_t ck = bt_crc32c(bt_crc32c(0, h, BT_LOG_RHDR), rec + BT_LOG_RHDR, len - BT_LOG_RHDR);
+    uint32_t ck = eng_crc32c(eng_crc32c(0, h, BT_LOG_RHDR), rec + BT_LOG_RHDR, len - BT_LOG_RHDR);
     if (ck != rd32(rec + 4))
         return MD_ECORRUPT;
     body->n = 0;
@@ -425,7 +425,7 @@ static int switch_locked(bt_log *l)
     wr32(h + 8, l->fnum);
     wr32(h + 12, 1);
     wr64(h + 16, l->file_max);
-    wr32(h + 24, bt_crc32c(0, h, 24));
+    wr32(h + 24, eng_crc32c(0, h, 24));
     if (l->fd < 0 || pwrite(l->fd, h, sizeof h, 0) != (ssize_t)sizeof h || fsync(l->fd) != 0 ||
         sync_path(l->dir) != 0)
         return log_failed(l);
@@ -607,7 +607,7 @@ static int replay_file(bt_engine *e, uint32_t fnum, uint32_t off, int64_t *recor
         close(fd);
     size_t size = rc ? 0 : (size_t)st.st_size;
     if (rc == 0 && (size < BT_LOG_FHDR || memcmp(img, LOG_MAGIC, 8) != 0 ||
-                    rd32(img + 8) != fnum || rd32(img + 24) != bt_crc32c(0, img, 24))) {
+                    rd32(img + 8) != fnum || rd32(img + 24) != eng_crc32c(0, img, 24))) {
         *torn = true; /* created, header not synced */
         *torn_at = 0;
         size_t next = valid_after(img, size, fnum, 0);

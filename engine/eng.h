@@ -403,6 +403,9 @@ bool eng_take_error(md_error *out);
  * starve one (MongoDB's lock manager queues requests in order).  A thread
  * must therefore never take it shared twice. */
 void eng_rwlock_init(pthread_rwlock_t *l);
+/* CRC-32C (Castagnoli) of buf, continuing crc (0 to start): the checksum of
+ * btree blocks and log records and of mmapv1 journal sections. */
+uint32_t eng_crc32c(uint32_t crc, const void *buf, size_t len);
 /* A monotonic clock in microseconds, for lock-wait statistics. */
 int64_t eng_now_us(void);
 

@@ -317,3 +317,58 @@ int64_t eng_now_us(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
+
+/* ---- crc32c (Castagnoli): SSE4.2 where the CPU has it, else a table ---------- */
+
+static uint32_t crc_table[256];
+static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
+static bool crc_has_hw; /* x86-64 with SSE4.2 */
+
+static void crc_init(void)
+{
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++)
+            c = (c & 1) ? (c >> 1) ^ 0x82f63b78u : c >> 1;
+        crc_table[i] = c;
+    }
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    __builtin_cpu_init();
+    crc_has_hw = __builtin_cpu_supports("sse4.2");
+#endif
+}
+
+static uint32_t crc_soft(uint32_t crc, const uint8_t *p, size_t len)
+{
+    while (len--)
+        crc = crc_table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
+    return crc;
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+/* The SSE4.2 crc32 instruction computes the same (Castagnoli) CRC. */
+__attribute__((target("sse4.2"))) static uint32_t crc_hw(uint32_t crc, const uint8_t *p,
+                                                         size_t len)
+{
+    uint64_t c = crc;
+    for (; len >= 8; p += 8, len -= 8) {
+        uint64_t v;
+        memcpy(&v, p, 8);
+        c = __builtin_ia32_crc32di(c, v);
+    }
+    crc = (uint32_t)c;
+    for (; len > 0; p++, len--)
+        crc = __builtin_ia32_crc32qi(crc, *p);
+    return crc;
+}
+#endif
+
+uint32_t eng_crc32c(uint32_t crc, const void *buf, size_t len)
+{
+    pthread_once(&crc_once, crc_init);
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (crc_has_hw)
+        return ~crc_hw(~crc, buf, len);
+#endif
+    return ~crc_soft(~crc, buf, len);
+}

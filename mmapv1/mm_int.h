@@ -682,7 +682,6 @@ typedef struct mm_jsect_info {
 typedef int (*mm_jentry_fn)(void *ctx, int32_t file, uint32_t ofs, const uint8_t *data,
                             uint32_t len);
 
-uint32_t mm_crc32c(uint32_t crc, const void *buf, size_t len);
 void mm_jbuf_reset(mm_jbuf *b);
 void mm_jbuf_free(mm_jbuf *b);
 void mm_jbuf_entry(mm_jbuf *b, int32_t file, uint32_t ofs, const void *data, uint32_t len);

@@ -15,61 +15,6 @@
 
 #include "mm_int.h"
 
-/* ---- crc32c (Castagnoli), table driven ------------------------------------- */
-
-static uint32_t crc_table[256];
-static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
-static bool crc_has_hw; /* x86-64 with SSE4.2 */
-
-static void crc_init(void)
-{
-    for (uint32_t i = 0; i < 256; i++) {
-        uint32_t c = i;
-        for (int k = 0; k < 8; k++)
-            c = (c & 1) ? (c >> 1) ^ 0x82f63b78u : c >> 1;
-        crc_table[i] = c;
-    }
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    __builtin_cpu_init();
-    crc_has_hw = __builtin_cpu_supports("sse4.2");
-#endif
-}
-
-static uint32_t crc_soft(uint32_t crc, const uint8_t *p, size_t len)
-{
-    while (len--)
-        crc = crc_table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
-    return crc;
-}
-
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-/* The SSE4.2 crc32 instruction computes the same (Castagnoli) CRC. */
-__attribute__((target("sse4.2"))) static uint32_t crc_hw(uint32_t crc, const uint8_t *p,
-                                                         size_t len)
-{
-    uint64_t c = crc;
-    for (; len >= 8; p += 8, len -= 8) {
-        uint64_t v;
-        memcpy(&v, p, 8);
-        c = __builtin_ia32_crc32di(c, v);
-    }
-    crc = (uint32_t)c;
-    for (; len > 0; p++, len--)
-        crc = __builtin_ia32_crc32qi(crc, *p);
-    return crc;
-}
-#endif
-
-uint32_t mm_crc32c(uint32_t crc, const void *buf, size_t len)
-{
-    pthread_once(&crc_once, crc_init);
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    if (crc_has_hw)
-        return ~crc_hw(~crc, buf, len);
-#endif
-    return ~crc_soft(~crc, buf, len);
-}
-
 /* ---- little-endian helpers ---------------------------------------------------- */
 
 static void put32(uint8_t *p, uint32_t v)
@@ -158,7 +103,7 @@ size_t mm_jsect_seal(mm_jbuf *b, uint64_t seq, uint64_t file_id)
     put64(b->p + 16, file_id);
     uint8_t *f = b->p + b->len;
     put32(f, MM_J_SENTINEL);
-    put32(f + 4, mm_crc32c(0, b->p, b->len + 4));
+    put32(f + 4, eng_crc32c(0, b->p, b->len + 4));
     put32(f + 8, 0);
     memcpy(f + 12, "\n\n\n\n", 4);
     memset(b->p + unpadded, 0, padded - unpadded);
@@ -196,7 +141,7 @@ int mm_jsect_check(const uint8_t *p, size_t avail, uint64_t file_id, mm_jsect_in
     const uint8_t *f = p + len - MM_J_FOOTER;
     if (get32(f) != MM_J_SENTINEL || get32(f + 8) != 0 ||
         memcmp(f + 12, "\n\n\n\n", 4) != 0 ||
-        get32(f + 4) != mm_crc32c(0, p, (size_t)(f - p) + 4))
+        get32(f + 4) != eng_crc32c(0, p, (size_t)(f - p) + 4))
         return MD_ECORRUPT;
     size_t n = 0, at = MM_J_SECT_HDR, end = len - MM_J_FOOTER;
     while (at < end) {
@@ -244,13 +189,13 @@ void mm_jfile_header(uint8_t *h, uint64_t file_id, const char *dir)
     h[2] = 0x48, h[3] = 0x41; /* version 0x4148: uncompressed */
     put64(h + 8, file_id);
     snprintf((char *)h + 64, MM_J_FILE_HDR - 64 - 8, "%s", dir);
-    put32(h + MM_J_FILE_HDR - 4, mm_crc32c(0, h, MM_J_FILE_HDR - 4));
+    put32(h + MM_J_FILE_HDR - 4, eng_crc32c(0, h, MM_J_FILE_HDR - 4));
 }
 
 int mm_jfile_header_check(const uint8_t *h, uint64_t *file_id)
 {
     if (memcmp(h, "j\n", 2) != 0 || h[2] != 0x48 || h[3] != 0x41 ||
-        get32(h + MM_J_FILE_HDR - 4) != mm_crc32c(0, h, MM_J_FILE_HDR - 4))
+        get32(h + MM_J_FILE_HDR - 4) != eng_crc32c(0, h, MM_J_FILE_HDR - 4))
         return MD_ECORRUPT;
     *file_id = get64(h + 8);
     return 0;
