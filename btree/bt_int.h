@@ -625,12 +625,15 @@ void bt_log_op(bt_buf *b, int op, const char *ident, const uint8_t *key, uint32_
                eng_rid rid, const uint8_t *val, uint32_t vlen, bool has_val);
 void bt_log_op_create(bt_buf *b, const char *ident, int kind, const char *comp);
 int bt_log_encode(uint64_t lsn, const uint8_t *body, size_t n, bool compress, bt_buf *out);
+int bt_log_prepare(const uint8_t *body, size_t n, bool compress, bt_buf *out);
+void bt_log_seal(bt_buf *rec, uint64_t lsn);
 int bt_log_decode(const uint8_t *rec, size_t avail, uint64_t lsn, bt_buf *body,
                   size_t *rec_len);
 int bt_log_parse_opts(bt_log *l, const char *k, bson_iter_t *it, md_error *err);
 int bt_log_open(bt_engine *e, md_error *err);
-int bt_log_commit(bt_engine *e, const bt_buf *body, bool durable, bool *appended,
-                  bool *want_ckpt, md_error *err);
+/* prepared: body already through bt_log_prepare (NULL: done here) */
+int bt_log_commit(bt_engine *e, const bt_buf *body, bt_buf *prepared, bool durable,
+                  bool *appended, bool *want_ckpt, md_error *err);
 int bt_log_ckpt_begin(bt_engine *e, uint64_t *lsn, md_error *err);
 void bt_log_ckpt_done(bt_engine *e, uint64_t lsn);
 void bt_log_close(bt_engine *e);

@@ -154,7 +154,27 @@ void bt_log_op_create(bt_buf *b, const char *ident, int kind, const char *comp)
 
 /* The record at `lsn` for the body (the format in bt_int.h) into out,
  * replacing its contents; snappy when `compress` and it shrinks. */
+/* A record is built in two steps: the body compressed under a header
+ * (bt_log_prepare, outside every lock: snappy is the costly part), then
+ * the LSN and the checksum filled in where the record's place in the log
+ * is known (bt_log_seal, under the log's mutex). */
 int bt_log_encode(uint64_t lsn, const uint8_t *body, size_t n, bool compress, bt_buf *out)
+{
+    int rc = bt_log_prepare(body, n, compress, out);
+    if (rc == 0)
+        bt_log_seal(out, lsn);
+    return rc;
+}
+
+void bt_log_seal(bt_buf *rec, uint64_t lsn)
+{
+    uint8_t *h = rec->p;
+    wr64(h + 8, lsn);
+    memset(h + 4, 0, 4);
+    wr32(h + 4, eng_crc32c(0, h, rec->n));
+}
+
+int bt_log_prepare(const uint8_t *body, size_t n, bool compress, bt_buf *out)
 {
     const bt_compressor *c = bt_compressor_find("snappy");
     size_t stored = n, cap = compress ? c->pre_size(n) : n;
@@ -169,11 +189,9 @@ int bt_log_encode(uint64_t lsn, const uint8_t *body, size_t n, bool compress, bt
     uint8_t *h = out->p;
     memset(h, 0, BT_LOG_RHDR);
     wr32(h, (uint32_t)(BT_LOG_RHDR + stored));
-    wr64(h + 8, lsn);
     wr32(h + 16, (uint32_t)n);
     h[20] = (uint8_t)comp;
     out->n = BT_LOG_RHDR + stored;
-    wr32(h + 4, eng_crc32c(0, h, out->n));
     return 0;
 }
 
@@ -441,36 +459,40 @@ static int switch_locked(bt_log *l)
  * to write or sync it leaves its fate unknown, and the log refuses every
  * later commit); *want_ckpt: the log since the last checkpoint passed
  * checkpointLogSizeMB. */
-int bt_log_commit(bt_engine *e, const bt_buf *body, bool durable, bool *appended,
-                  bool *want_ckpt, md_error *err)
+int bt_log_commit(bt_engine *e, const bt_buf *body, bt_buf *prepared, bool durable,
+                  bool *appended, bool *want_ckpt, md_error *err)
 {
     bt_log *l = &e->log;
-    bt_buf rec = {0};
+    bt_buf own = {0}, *rec = prepared ? prepared : &own;
     int rc = 0;
     *want_ckpt = *appended = false;
     if (!l->on || body->n == 0)
         return 0;
     if (body->oom)
         return bt_nomem(err);
+    if (!prepared && bt_log_prepare(body->p, body->n, true, &own) != 0)
+        return bt_nomem(err);
+    if (rec->n == 0) /* preparing it failed: out of memory */
+        return bt_nomem(err);
     pthread_mutex_lock(&l->mu);
     if (l->fd < 0 || l->io_err)
         rc = l->fd < 0 ? MD_EIO : l->io_err;
+    if (rc == 0 && LSN_OFF(l->next_lsn) + rec->n > l->file_max &&
+        LSN_OFF(l->next_lsn) > BT_LOG_FHDR)
+        rc = switch_locked(l);
     if (rc == 0)
-        rc = bt_log_encode(l->next_lsn, body->p, body->n, true, &rec);
-    if (rc == 0 && LSN_OFF(l->next_lsn) + rec.n > l->file_max &&
-        LSN_OFF(l->next_lsn) > BT_LOG_FHDR && (rc = switch_locked(l)) == 0)
-        rc = bt_log_encode(l->next_lsn, body->p, body->n, true, &rec);
-    if (rc == 0 && (uint64_t)LSN_OFF(l->next_lsn) + rec.n > UINT32_MAX)
+        bt_log_seal(rec, l->next_lsn);
+    if (rc == 0 && (uint64_t)LSN_OFF(l->next_lsn) + rec->n > UINT32_MAX)
         rc = MD_ENOSPC;
     if (rc == 0)
-        rc = bt_buf_put(&l->buf, rec.p, rec.n);
+        rc = bt_buf_put(&l->buf, rec->p, rec->n);
     if (rc == 0) {
         *appended = true;
-        l->next_lsn += rec.n;
-        l->since_ckpt += (int64_t)rec.n;
+        l->next_lsn += rec->n;
+        l->since_ckpt += (int64_t)rec->n;
         l->records++;
         l->raw_bytes += (int64_t)body->n;
-        l->stored_bytes += (int64_t)rec.n;
+        l->stored_bytes += (int64_t)rec->n;
         if (durable || l->interval_ms <= 0)
             rc = flush_locked(l, true);
         else if (l->buf.n >= (1u << 20))
@@ -479,7 +501,7 @@ int bt_log_commit(bt_engine *e, const bt_buf *body, bool durable, bool *appended
     }
     uint32_t fnum = l->fnum;
     pthread_mutex_unlock(&l->mu);
-    bt_buf_free(&rec);
+    bt_buf_free(&own);
     if (rc == MD_ENOMEM)
         return bt_nomem(err);
     if (rc)

@@ -708,9 +708,16 @@ int bt_txn_commit(eng_txn *th, bool durable, md_error *err)
         txn_free(e, x);
         return 0;
     }
+    /* the record is compressed before the latch: only its LSN and checksum
+     * are filled in under it */
+    bt_buf rec = {0};
+    if (e->log.on && x->lg.n && !x->lg.oom)
+        (void)bt_log_prepare(x->lg.p, x->lg.n, true, &rec);
     bt_latch_excl(e);
     int rc = e->crashed ? 0
-                        : bt_log_commit(e, &x->lg, durable && !later, &appended, &want, err);
+                        : bt_log_commit(e, &x->lg, &rec, durable && !later, &appended, &want,
+                                        err);
+    bt_buf_free(&rec);
     if (rc && !appended) {
         bt_unlatch(e);
         bt_txn_abort(th);
