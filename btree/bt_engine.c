@@ -104,6 +104,10 @@ int bt_txn_check(bt_engine *e, eng_txn *t, md_error *err)
 {
     if (e->crashed)
         return md_error_set(err, MD_EIO, MD_CODE_FILE_STREAM_FAILED, "btree: engine crashed");
+    if (__atomic_load_n(&e->ckpt_failed, __ATOMIC_ACQUIRE))
+        return md_error_set(err, MD_EIO, MD_CODE_FILE_STREAM_FAILED,
+                            "btree: a checkpoint failed (%s); reopen the database",
+                            e->last_err.message);
     if (!t || t->engine != &e->hdr)
         return md_error_set(err, MD_EINVAL, MD_CODE_BAD_VALUE,
                             "btree: write outside a transaction of this engine");
@@ -171,13 +175,25 @@ static bool any_modified(bt_engine *e)
 /* At commit, under the exclusive latch: the periodic or a deferred
  * checkpoint, or one for checkpointLogSizeMB of log (want); then the
  * cache. */
+/* Under the exclusive latch.  An I/O failure (not a lack of memory)
+ * stops writes: see bt_engine.ckpt_failed. */
+void bt_checkpoint_failed(bt_engine *e, int rc, const md_error *err)
+{
+    if (rc != MD_EIO && rc != MD_ENOSPC)
+        return;
+    if (!__atomic_load_n(&e->ckpt_failed, __ATOMIC_RELAXED))
+        e->last_err = *err;
+    __atomic_store_n(&e->ckpt_failed, true, __ATOMIC_RELEASE);
+}
+
 void bt_commit_checkpoint(bt_engine *e, bool want)
 {
     md_error cerr;
     if (e->ckpt_pending || want ||
         (e->ckpt_interval > 0 && bt_now() - e->last_ckpt >= e->ckpt_interval && any_modified(e))) {
-        if (bt_checkpoint(e, &cerr) != 0) {
-            e->last_err = cerr;
+        int rc = bt_checkpoint(e, &cerr);
+        if (rc != 0) {
+            bt_checkpoint_failed(e, rc, &cerr);
             fprintf(stderr, "btree: checkpoint failed: %s\n", cerr.message);
         }
     }
@@ -327,7 +343,10 @@ static int bt_flush(eng_engine *eh, bool sync, md_error *err)
 {
     bt_engine *e = (bt_engine *)eh;
     bt_latch_excl(e);
-    int rc = bt_checkpoint(e, err);
+    md_error local;
+    int rc = bt_checkpoint(e, err ? err : &local);
+    if (rc)
+        bt_checkpoint_failed(e, rc, err ? err : &local);
     bt_unlatch(e);
     return rc;
 }

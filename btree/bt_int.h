@@ -448,6 +448,12 @@ struct bt_engine {
     bool ckpt_pending;
     int crash_point;
     bool crashed;
+    /* A checkpoint failed with an I/O error: pages it wrote may not be on
+     * disk although they are clean in memory, so a later checkpoint could
+     * name blocks the disk lost (WiredTiger panics here).  Writes are
+     * refused until the database is reopened; the log and the previous
+     * checkpoint still hold every commit.  Atomic: read without the latch. */
+    bool ckpt_failed;
     md_error last_err;
     uint64_t ckpt_lsn; /* from the turtle: the log is replayed from here */
     bt_log log;
@@ -496,6 +502,7 @@ bt_tree *bt_find_tree(bt_engine *e, const char *ident);
 int bt_cache_check(bt_engine *e);
 void bt_read_check(bt_engine *e);
 int bt_txn_check(bt_engine *e, eng_txn *t, md_error *err);
+void bt_checkpoint_failed(bt_engine *e, int rc, const md_error *err);
 void bt_sweep_trees(bt_engine *e);
 void bt_commit_checkpoint(bt_engine *e, bool want);
 int bt_obj_create(bt_engine *e, eng_txn *t, const char *ident, int kind,
