@@ -64,7 +64,6 @@ static int tree_compact(bt_engine *e, bt_tree *t, md_error *err)
         return rc;
     bt_tree_free_pages(t); /* all clean now; the copy reads from disk */
     e->gen++;
-    e->view_epoch++;
     nt = *t;
     nt.root = NULL;
     nt.live_raw = nt.live_disk = 0;

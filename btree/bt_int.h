@@ -440,7 +440,6 @@ struct bt_engine {
     size_t cache_max, cache_bytes, dirty_bytes; /* cache_bytes: atomic */
     uint64_t gen;        /* bumped on every change of the base (exclusive latch) */
     uint64_t read_gen;   /* access clock (atomic) */
-    uint64_t view_epoch; /* bumped by compact (bt_compact.c); nothing reads it */
     uint64_t next_file_id;
     int64_t checkpoints, evictions;
     double ckpt_interval; /* seconds */

@@ -12,11 +12,14 @@
  *     commit of the interval shares one write and one fsync),
  *   - at every checkpoint, and when a record goes to the next file.
  *
- *   commit ─> encode ─> [buffer] ──(j:true | 100 ms | ckpt)──> write, fdatasync
+ *   commit ─> prepare (compress) ─> seal (LSN, crc) ─> [buffer]
+ *          ──(j:true | 100 ms | ckpt)──> write, fdatasync
  *
- * One mutex guards the buffer and the file, and I/O happens under it: the
- * engine runs one transaction at a time, so the only other party is the
- * flush thread, and a commit that arrives during an fsync waits for it.
+ * One mutex guards the buffer and the file, and I/O happens under it.
+ * Commits append under the engine's exclusive latch (bt_txn.c), so log
+ * order is commit order; the record is compressed before that latch is
+ * taken.  The other party is the flush thread, and a commit that arrives
+ * during an fsync waits for it.
  *
  * Recovery (bt_log_open, after the checkpoint is loaded): replay every
  * record from the turtle's logLsn on, file after file, stopping at the
