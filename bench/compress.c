@@ -27,36 +27,9 @@
 
 #include "minidoc.h"
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
+#define BENCH_NAME "compress"
+#include "bench.h"
 
-static void die(const char *what, const md_error *err)
-{
-    fprintf(stderr, "compress: %s: %s (code %d)\n", what, err->message, err->code);
-    exit(1);
-}
-
-/* Run cmd (destroyed here); the reply goes to *reply when wanted. */
-static void run(md_db *db, bson_t *cmd, const char *what, bson_t *reply)
-{
-    bson_t r;
-    md_error err;
-    bson_iter_t it;
-    if (md_db_command(db, cmd, &r, &err) != 0)
-        die(what, &err);
-    if (bson_iter_init_find(&it, &r, "writeErrors")) {
-        fprintf(stderr, "compress: %s: write error\n", what);
-        exit(1);
-    }
-    if (reply)
-        bson_copy_to(&r, reply);
-    bson_destroy(&r);
-    bson_destroy(cmd);
-}
 
 /* A user profile of about 150 bytes; the values vary from one document to
  * the next like real data, the field names repeat like real data. */

@@ -23,33 +23,8 @@
 
 #include "minidoc.h"
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static void die(const char *what, const md_error *err)
-{
-    fprintf(stderr, "inplace: %s: %s (code %d)\n", what, err->message, err->code);
-    exit(1);
-}
-
-static void run(md_db *db, bson_t *cmd, const char *what)
-{
-    bson_t reply;
-    md_error err;
-    if (md_db_command(db, cmd, &reply, &err) != 0)
-        die(what, &err);
-    bson_iter_t it;
-    if (bson_iter_init_find(&it, &reply, "writeErrors")) {
-        fprintf(stderr, "inplace: %s: write error\n", what);
-        exit(1);
-    }
-    bson_destroy(&reply);
-    bson_destroy(cmd);
-}
+#define BENCH_NAME "inplace"
+#include "bench.h"
 
 static void update_pass(md_db *db, int n, const char *name, bson_t *(*make)(int i))
 {
@@ -58,7 +33,7 @@ static void update_pass(md_db *db, int n, const char *name, bson_t *(*make)(int 
         bson_t *u = make(i);
         bson_t *cmd = BCON_NEW("update", "c", "updates", "[", "{", "q", "{", "_id",
                                BCON_INT32(i), "}", "u", BCON_DOCUMENT(u), "}", "]");
-        run(db, cmd, name);
+        run(db, cmd, name, NULL);
         bson_destroy(u);
     }
     double dt = now() - t0;
@@ -123,7 +98,7 @@ int main(int argc, char **argv)
     run(db,
         BCON_NEW("create", "c", "storageEngine", "{", "mmapv1", "{", "allocationStrategy",
                  BCON_UTF8(strategy), "}", "}"),
-        "create");
+        "create", NULL);
     printf("# engine=%s strategy=%s documents=%d\n", engine, strategy, n);
 
     double t0 = now();
@@ -143,7 +118,7 @@ int main(int argc, char **argv)
             bson_append_document_end(&docs, &d);
         }
         bson_append_array_end(cmd, &docs);
-        run(db, cmd, "insert");
+        run(db, cmd, "insert", NULL);
     }
     double dt = now() - t0;
     printf("insert %d %.3f %.0f\n", n, dt, n / dt);

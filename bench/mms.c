@@ -93,6 +93,9 @@
 
 #include "minidoc.h"
 
+#define BENCH_NAME "mms"
+#include "bench.h"
+
 #define HOURS 24
 #define MINUTES 1440
 #define TODAY_MS 1286755200000LL /* 2010-10-11T00:00:00Z, after the blog's 20101010 */
@@ -151,25 +154,12 @@ static struct {
     bool wall; /* writes/s from wall-clock time instead of CPU time */
 } opt = {"build/mms", 6, 60, 1, 20120925, NULL, NULL, NULL, false, true, false};
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* CPU time of the whole process (the writer and the engine's threads). */
 static double cpu_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static void die(const char *what, const md_error *err)
-{
-    fprintf(stderr, "mms: %s: %s (code %d)\n", what, err->message, err->code);
-    exit(1);
 }
 
 /* xorshift64*.  Separate streams, so that today's sequence of metrics is
@@ -194,23 +184,6 @@ static void rng_seed(void)
     rng_prealloc = opt.seed * 0xBF58476D1CE4E5B9ULL + 3;
 }
 
-/* Run cmd (destroyed here); the reply goes to *reply when wanted. */
-static void run(md_db *db, bson_t *cmd, const char *what, bson_t *reply)
-{
-    bson_t r;
-    md_error err;
-    bson_iter_t it;
-    if (md_db_command(db, cmd, &r, &err) != 0)
-        die(what, &err);
-    if (bson_iter_init_find(&it, &r, "writeErrors")) {
-        fprintf(stderr, "mms: %s: write error\n", what);
-        exit(1);
-    }
-    if (reply)
-        bson_copy_to(&r, reply);
-    bson_destroy(&r);
-    bson_destroy(cmd);
-}
 
 static int64_t get_i64(const bson_t *doc, const char *path, int64_t dflt)
 {

@@ -117,6 +117,9 @@
 
 #include "minidoc.h"
 
+#define BENCH_NAME "peers"
+#include "bench.h"
+
 /* --quick: the second pair runs only if the first took at most this long */
 #define QUICK_PAIR_BUDGET 27
 
@@ -150,13 +153,6 @@ typedef struct result {
     long ops;
     double secs;
 } result;
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 static void fail(const char *fmt, ...)

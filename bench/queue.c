@@ -51,6 +51,9 @@
 
 #include "minidoc.h"
 
+#define BENCH_NAME "queue"
+#include "bench.h"
+
 #define MAX_THREADS 64
 
 typedef struct cfg {
@@ -83,13 +86,6 @@ typedef struct worker {
     int id;
     bool publisher;
 } worker;
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static void sleep_until(double t)
 {
