@@ -250,6 +250,16 @@ static void update(md_collection *coll, const bson_t *sel, const bson_t *upd,
         die(what, &err);
 }
 
+
+/* The path of minute m: "minute.MMMM" (flat) or "minute.HH.MM" (hier). */
+static const char *minute_key(char *key, size_t n, int schema, int m)
+{
+    if (schema == HIER)
+        snprintf(key, n, "minute.%02d.%02d", m / 60, m % 60);
+    else
+        snprintf(key, n, "minute.%04d", m);
+    return key;
+}
 /* The blog's preallocate(): {_id} upsert, $set metadata, $inc 0 everywhere. */
 static void preallocate(md_collection *coll, const bson_t *upsert, int schema, int day,
                         int metric)
@@ -267,13 +277,8 @@ static void preallocate(md_collection *coll, const bson_t *upsert, int schema, i
         snprintf(key, sizeof key, "hourly.%02d", h);
         BSON_APPEND_INT32(&inc, key, 0);
     }
-    for (int m = 0; m < MINUTES; m++) {
-        if (schema == HIER)
-            snprintf(key, sizeof key, "minute.%02d.%02d", m / 60, m % 60);
-        else
-            snprintf(key, sizeof key, "minute.%04d", m);
-        BSON_APPEND_INT32(&inc, key, 0);
-    }
+    for (int m = 0; m < MINUTES; m++)
+        BSON_APPEND_INT32(&inc, minute_key(key, sizeof key, schema, m), 0);
     bson_append_document_end(&upd, &inc);
     update(coll, &sel, &upd, upsert, "preallocate");
     bson_destroy(&sel);
@@ -298,11 +303,7 @@ static int record_hit(md_collection *coll, const bson_t *upsert, int schema, int
     BSON_APPEND_INT32(&inc, "daily", 1);
     snprintf(key, sizeof key, "hourly.%02d", minute / 60);
     BSON_APPEND_INT32(&inc, key, 1);
-    if (schema == HIER)
-        snprintf(key, sizeof key, "minute.%02d.%02d", minute / 60, minute % 60);
-    else
-        snprintf(key, sizeof key, "minute.%04d", minute);
-    BSON_APPEND_INT32(&inc, key, 1);
+    BSON_APPEND_INT32(&inc, minute_key(key, sizeof key, schema, minute), 1);
     bson_append_document_end(&upd, &inc);
     update(coll, &sel, &upd, upsert, "record_hit");
     bson_destroy(&sel);
