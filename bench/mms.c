@@ -250,7 +250,6 @@ static void update(md_collection *coll, const bson_t *sel, const bson_t *upd,
         die(what, &err);
 }
 
-
 /* The path of minute m: "minute.MMMM" (flat) or "minute.HH.MM" (hier). */
 static const char *minute_key(char *key, size_t n, int schema, int m)
 {
