@@ -138,8 +138,9 @@ bool q_db_locked_x(const md_db *db);
  * concurrent; end (after commit or abort) releases it. */
 int q_txn_begin(md_db *db, eng_txn **t);
 void q_txn_end(md_db *db);
-/* After MD_EWRITECONFLICT: count it and back off before the retry. */
-void q_write_conflict(md_db *db, int attempt);
+/* After MD_EWRITECONFLICT: count it, forget its message (err), and back
+ * off before retry number `attempt`. */
+void q_write_conflict(md_db *db, int attempt, md_error *err);
 /* Long operations ask every document whether to yield: every 128
  * documents or 10 ms the calling thread's data lock is released and taken
  * again, as MongoDB's yield policy does (only with data locks, never

@@ -246,8 +246,9 @@ void q_txn_end(md_db *db)
 }
 
 /* MongoDB's writeConflictRetry: yield at first, then sleep up to 100 ms. */
-void q_write_conflict(md_db *db, int attempt)
+void q_write_conflict(md_db *db, int attempt, md_error *err)
 {
+    md_error_clear(err);
     Q_COUNT(db->write_conflicts, 1);
     if (attempt < 4) {
         sched_yield();

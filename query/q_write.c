@@ -288,13 +288,9 @@ int q_write_insert(md_db *db, q_coll *c, const bson_t *doc, bool durable, eng_ri
     int rc = q_write_allowed(db, err);
     if (rc || (rc = keys_compute(c, doc, &ks, err)) != 0)
         return rc;
-    for (int attempt = 0;; attempt++) {
-        rc = insert_attempt(db, c, doc, ks, durable, &rid, err);
-        if (rc != MD_EWRITECONFLICT)
-            break;
-        md_error_clear(err);
-        q_write_conflict(db, attempt);
-    }
+    for (int n = 0; (rc = insert_attempt(db, c, doc, ks, durable, &rid, err)) == MD_EWRITECONFLICT;
+         n++)
+        q_write_conflict(db, n, err);
     if (!rc) {
         Q_COUNT(db->m.inserted, 1);
         if (rid_out)
@@ -436,6 +432,10 @@ static int update_attempt(md_db *db, q_coll *c, eng_rid rid, const q_matcher *m,
     eng_txn *t = NULL;
     memset(res, 0, sizeof *res);
     res->rid = rid;
+    if (before)
+        bson_reinit(before);
+    if (after)
+        bson_reinit(after);
     int rc = write_begin(db, &t, err);
     if (rc)
         return rc;
@@ -469,17 +469,10 @@ int q_write_update(md_db *db, q_coll *c, eng_rid rid, const q_matcher *m, const 
     res->rid = rid;
     if (rc)
         return rc;
-    for (int attempt = 0;; attempt++) {
-        if (before)
-            bson_reinit(before);
-        if (after)
-            bson_reinit(after);
-        rc = update_attempt(db, c, rid, m, u, durable, res, before, after, err);
-        if (rc != MD_EWRITECONFLICT)
-            break;
-        md_error_clear(err);
-        q_write_conflict(db, attempt);
-    }
+    for (int n = 0; (rc = update_attempt(db, c, rid, m, u, durable, res, before, after, err)) ==
+                    MD_EWRITECONFLICT;
+         n++)
+        q_write_conflict(db, n, err);
     if (rc) {
         if (before)
             bson_reinit(before);
@@ -501,6 +494,8 @@ static int delete_attempt(md_db *db, q_coll *c, eng_rid rid, const q_matcher *m,
     q_keyset *ks = NULL;
     eng_txn *t = NULL;
     *deleted = false;
+    if (before)
+        bson_reinit(before);
     int rc = write_begin(db, &t, err);
     if (rc)
         return rc;
@@ -532,15 +527,10 @@ int q_write_delete(md_db *db, q_coll *c, eng_rid rid, const q_matcher *m, bool d
     int rc = q_write_allowed(db, err);
     if (rc)
         return rc;
-    for (int attempt = 0;; attempt++) {
-        if (before)
-            bson_reinit(before);
-        rc = delete_attempt(db, c, rid, m, durable, deleted, before, err);
-        if (rc != MD_EWRITECONFLICT)
-            break;
-        md_error_clear(err);
-        q_write_conflict(db, attempt);
-    }
+    for (int n = 0;
+         (rc = delete_attempt(db, c, rid, m, durable, deleted, before, err)) == MD_EWRITECONFLICT;
+         n++)
+        q_write_conflict(db, n, err);
     if (rc && before)
         bson_reinit(before);
     if (!rc && *deleted)
