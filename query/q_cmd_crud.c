@@ -626,63 +626,44 @@ static int fam_parse(const bson_t *cmd, fam_args *a, md_error *err)
     return rc;
 }
 
-/* The first match of a plan that yields the sort order (an index such as
- * the Queue pattern's {startTime: 1, createdOn: 1}); *ok false when the
- * chosen plan does not provide the order. */
-static int fam_target_ordered(md_db *db, q_coll *c, const fam_args *a, const q_matcher *m,
-                              eng_rid *target, bool *ok, md_error *err)
-{
-    q_scan s;
-    bson_t doc;
-    q_scan_opts o = {.sort = &a->sort};
-    int rc = q_scan_open_opts(&s, db, c, &a->query, m, &o, err);
-    *ok = !rc && s.plan.sort_provided;
-    if (*ok && q_scan_next(&s, target, &doc) != 0)
-        *target = ENG_RID_NONE;
-    if (!rc)
-        rc = q_scan_error(&s, err);
-    q_scan_close(&s);
-    return rc;
-}
-
-/* The RecordId of the first match in sort order; ENG_RID_NONE if none. */
+/*
+ * The RecordId of the first match in sort order; ENG_RID_NONE if none.  One
+ * scan: when its plan yields the order (an index such as the Queue
+ * pattern's {startTime: 1, createdOn: 1}), or there is no sort, its first
+ * match is the answer; else the smallest match is kept as the scan goes
+ * (the first of equals, as a stable sort would give).
+ */
 static int fam_target(md_db *db, q_coll *c, const fam_args *a, const q_matcher *m,
                       eng_rid *target, md_error *err)
 {
-    eng_rid *rids = NULL;
-    size_t n = 0;
-    bool sorted = !bson_empty(&a->sort), ordered = false;
+    q_scan s;
+    bson_t doc, *best = NULL;
+    eng_rid rid;
+    bool sorted = !bson_empty(&a->sort);
+    q_scan_opts o = {.sort = sorted ? &a->sort : NULL};
     *target = ENG_RID_NONE;
     int rc = q_sort_check(&a->sort, err);
-    if (!rc && sorted)
-        rc = fam_target_ordered(db, c, a, m, target, &ordered, err);
-    if (rc || ordered)
+    if (rc)
         return rc;
-    if (!rc)
-        rc = q_scan_collect(db, c, &a->query, m, sorted ? 0 : 1, &rids, &n, err);
-    if (!rc && n > 0 && !sorted)
-        *target = rids[0];
-    if (!rc && n > 0 && sorted) {
-        bson_t **docs = calloc(n, sizeof *docs), **orig = calloc(n, sizeof *orig);
-        assert(docs && orig);
-        for (size_t i = 0; i < n; i++) {
-            const uint8_t *data;
-            uint32_t len;
-            bson_t v;
-            bool ok = eng_rs_get(c->rs, rids[i], &data, &len) == 0 &&
-                      bson_init_static(&v, data, len);
-            orig[i] = docs[i] = ok ? bson_copy(&v) : bson_new();
+    rc = q_scan_open_opts(&s, db, c, &a->query, m, &o, err);
+    bool first_wins = !sorted || s.plan.sort_provided;
+    while (!rc && q_scan_next(&s, &rid, &doc) == 0) {
+        if (first_wins) {
+            *target = rid;
+            break;
         }
-        q_sort_docs(docs, n, &a->sort);
-        for (size_t i = 0; i < n; i++) {
-            if (orig[i] == docs[0])
-                *target = rids[i];
-            bson_destroy(orig[i]);
+        if (!best || q_sort_cmp_docs(&doc, best, &a->sort) < 0) {
+            if (best)
+                bson_destroy(best);
+            best = bson_copy(&doc);
+            *target = rid;
         }
-        free(orig);
-        free(docs);
     }
-    free(rids);
+    if (best)
+        bson_destroy(best);
+    if (!rc)
+        rc = q_scan_error(&s, err);
+    q_scan_close(&s);
     return rc;
 }
 

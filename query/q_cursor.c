@@ -129,10 +129,9 @@ typedef struct sort_item {
     size_t pos;
 } sort_item;
 
-static int sort_cmp(const void *pa, const void *pb, void *ctx)
+/* Order two documents by spec alone (0: equal keys). */
+int q_sort_cmp_docs(const bson_t *a, const bson_t *b, const bson_t *spec)
 {
-    const sort_item *a = pa, *b = pb;
-    const bson_t *spec = ctx;
     bson_iter_t it, va, vb, nul;
     bson_t nulldoc = BSON_INITIALIZER;
     BSON_APPEND_NULL(&nulldoc, "n");
@@ -141,15 +140,23 @@ static int sort_cmp(const void *pa, const void *pb, void *ctx)
     int c = 0;
     while (c == 0 && bson_iter_next(&it)) {
         bool desc = bson_iter_as_double(&it) < 0;
-        if (!sort_value(a->doc, bson_iter_key(&it), desc, &va))
+        if (!sort_value(a, bson_iter_key(&it), desc, &va))
             va = nul;
-        if (!sort_value(b->doc, bson_iter_key(&it), desc, &vb))
+        if (!sort_value(b, bson_iter_key(&it), desc, &vb))
             vb = nul;
         c = q_value_cmp(&va, &vb);
         if (desc)
             c = -c;
     }
     bson_destroy(&nulldoc);
+    return c;
+}
+
+/* Equal keys keep their input order (a stable sort). */
+static int sort_cmp(const void *pa, const void *pb, void *ctx)
+{
+    const sort_item *a = pa, *b = pb;
+    int c = q_sort_cmp_docs(a->doc, b->doc, ctx);
     if (c == 0)
         c = a->pos < b->pos ? -1 : a->pos > b->pos;
     return c;

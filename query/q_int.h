@@ -358,6 +358,7 @@ void q_proj_cleanup(q_proj *p);
 /* Validate a sort spec ({f: 1, g: -1}). */
 int q_sort_check(const bson_t *spec, md_error *err);
 void q_sort_docs(bson_t **docs, size_t n, const bson_t *spec);
+int q_sort_cmp_docs(const bson_t *a, const bson_t *b, const bson_t *spec);
 
 /* ---- cursors (q_cursor.c) ------------------------------------------------- */
 typedef struct q_find_args {
