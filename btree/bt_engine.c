@@ -626,6 +626,7 @@ const eng_ops bt_engine_ops = {
     .has_damages = false,
     .collection_lock = false,
     .concurrent = true,
+    .checked_reads = true, /* every block carries a crc32c */
     .owns_dir = bt_owns_dir,
     .open = bt_open,
     .close = bt_close,

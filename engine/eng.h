@@ -158,6 +158,9 @@ struct eng_ops {
     bool has_damages;     /* rs_update_damages is meaningful */
     bool collection_lock; /* query/ must take a collection rwlock */
     bool concurrent;      /* many transactions at once (see Threads above) */
+    bool checked_reads;   /* a damaged record is an error, never returned
+                             (checksums, or records only in memory); else
+                             query/ checks documents on their way out */
 
     /* Does `dir` hold data files this engine created?  NULL: it never
      * creates files (eng_detect() then never names it). */

@@ -972,6 +972,7 @@ const eng_ops eng_mem_ops = {
     .name = "ephemeralForTest",
     .has_damages = true,
     .collection_lock = false,
+    .checked_reads = true, /* nothing on disk to damage */
     .open = mem_open,
     .close = mem_close,
     .flush = mem_flush,

@@ -257,7 +257,8 @@ static int cursor_next(q_cursor *cur, const bson_t **doc, eng_rid *rid)
         cur->fail = rc;
     /* engines without a record checksum may hold damaged BSON: it must not
      * reach the caller (mmapv1's mm_int.h, "Damage detection") */
-    if (rc == 0 && !eng_bson_well_formed(bson_get_data(&cur->view), cur->view.len)) {
+    if (rc == 0 && !cur->db->ops->checked_reads &&
+        !eng_bson_well_formed(bson_get_data(&cur->view), cur->view.len)) {
         cur->bad = *rid;
         return MD_ECORRUPT;
     }
