@@ -281,6 +281,7 @@ int q_scan_open_plan(q_scan *s, md_db *db, q_coll *c, const q_matcher *m, q_plan
 {
     int rc;
     memset(s, 0, sizeof *s);
+    eng_take_error(NULL); /* a read error noted earlier is not this scan's */
     s->db = db;
     s->c = c;
     s->m = m;
