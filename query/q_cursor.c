@@ -191,8 +191,7 @@ typedef struct q_cursor {
     bson_t view;
     int64_t limit, returned;
     eng_rid stash;
-    eng_rid bad;     /* a record that is not well-formed BSON: the batch fails */
-    int fail;        /* an engine error ended the scan: so does the batch */
+    int fail;        /* a read failed (engine error, damaged BSON): so does the batch */
     int64_t used_ms; /* last find/getMore, for the idle timeout */
     bool no_timeout;
     struct q_cursor *next;
@@ -239,38 +238,32 @@ static int cursor_next(q_cursor *cur, const bson_t **doc, eng_rid *rid)
         *doc = cur->docs[cur->pos++];
         return 0;
     }
+    bool stashed = false;
     if (cur->stash) {
         const uint8_t *data;
         uint32_t len;
         *rid = cur->stash;
         cur->stash = ENG_RID_NONE;
-        if (eng_rs_get(cur->c->rs, *rid, &data, &len) == 0 &&
-            bson_init_static(&cur->view, data, len) &&
-            (!cur->m || q_matcher_matches(cur->m, &cur->view))) {
-            *doc = &cur->view;
-            return 0;
-        }
+        stashed = eng_rs_get(cur->c->rs, *rid, &data, &len) == 0 &&
+                  bson_init_static(&cur->view, data, len) &&
+                  (!cur->m || q_matcher_matches(cur->m, &cur->view));
     }
-    int rc = q_scan_next(&cur->scan, rid, &cur->view);
+    int rc = stashed ? 0 : q_scan_next(&cur->scan, rid, &cur->view);
     *doc = &cur->view;
-    if (rc && rc != MD_NOTFOUND)
-        cur->fail = rc;
     /* engines without a record checksum may hold damaged BSON: it must not
      * reach the caller (mmapv1's mm_int.h, "Damage detection") */
     if (rc == 0 && !cur->db->ops->checked_reads &&
         !eng_bson_well_formed(bson_get_data(&cur->view), cur->view.len)) {
-        cur->bad = *rid;
-        return MD_ECORRUPT;
+        md_error e;
+        md_error_clear(&e);
+        eng_note_error(ENG_CORRUPT(&e, "record %lld of %s is not a well-formed BSON document",
+                                   (long long)*rid, cur->ns),
+                       &e);
+        rc = MD_ECORRUPT;
     }
+    if (rc && rc != MD_NOTFOUND)
+        cur->fail = rc;
     return rc;
-}
-
-static int bad_record(q_cursor *cur, md_error *err)
-{
-    if (cur->fail)
-        return q_scan_error(&cur->scan, err);
-    return ENG_CORRUPT(err, "record %lld of %s is not a well-formed BSON document",
-                       (long long)cur->bad, cur->ns);
 }
 
 static void cursor_unread(q_cursor *cur, eng_rid rid)
@@ -406,8 +399,8 @@ static int cursor_start(q_cursor *cur, const q_find_args *a, md_error *err)
         return rc;
     if (!cur->scan.plan.sort_provided && (rc = materialize_sorted(cur, a->sort, err)))
         return rc;
-    if (cur->bad || cur->fail)
-        return bad_record(cur, err);
+    if (cur->fail)
+        return q_read_error(cur->fail, err);
     for (int64_t i = 0; i < a->skip && cursor_next(cur, &doc, &rid) == 0; i++)
         ;
     return 0;
@@ -437,8 +430,8 @@ int q_cursor_find(md_db *db, q_coll *c, const char *ns, const q_find_args *a, bs
                 &exhausted);
     cur->used_ms = q_now_ms();
     cur->no_timeout = a->no_timeout;
-    if (exhausted || a->single_batch || !c || cur->bad || cur->fail) {
-        rc = cur->bad || cur->fail ? bad_record(cur, err) : 0;
+    if (exhausted || a->single_batch || !c || cur->fail) {
+        rc = cur->fail ? q_read_error(cur->fail, err) : 0;
         q_coll_unlock(db, c);
         cursor_free(cur);
         return rc;
@@ -469,7 +462,7 @@ int q_cursor_get_more(md_db *db, int64_t id, const char *ns, int64_t batch_size,
     if (cur->has_scan && q_scan_restore(&cur->scan) != 0)
         cur->scan.eof = true;
     reply_batch(cur, reply, batch_size > 0 ? batch_size : -1, false, &exhausted);
-    int rc = cur->bad || cur->fail ? bad_record(cur, err) : 0;
+    int rc = cur->fail ? q_read_error(cur->fail, err) : 0;
     exhausted |= rc != 0;
     if (!exhausted && cur->has_scan)
         q_scan_save(&cur->scan);

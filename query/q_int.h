@@ -331,6 +331,9 @@ int q_scan_next(q_scan *s, eng_rid *rid, bson_t *doc);
 /* After q_scan_next stopped: 0 at a normal end, else the engine error that
  * ended the scan (filled into err).  q_scan_next also returns it. */
 int q_scan_error(const q_scan *s, md_error *err);
+/* Report read failure rc in err, with the details the engine noted
+ * (eng_note_error) when there are any. */
+int q_read_error(int rc, md_error *err);
 void q_scan_save(q_scan *s);
 int q_scan_restore(q_scan *s);
 void q_scan_close(q_scan *s);

@@ -261,17 +261,19 @@ int q_scan_next(q_scan *s, eng_rid *rid, bson_t *doc)
     return s->fail ? s->fail : rc;
 }
 
-int q_scan_error(const q_scan *s, md_error *err)
+int q_read_error(int rc, md_error *err)
 {
     md_error detail;
-    if (!s->fail)
-        return 0;
     if (eng_take_error(&detail) && err && !err->message[0]) {
         *err = detail; /* the engine's words: the file and the offset */
-        return s->fail;
+        return rc;
     }
-    q_err_engine(err, s->fail, "scanning");
-    return s->fail;
+    return q_err_engine(err, rc, "reading");
+}
+
+int q_scan_error(const q_scan *s, md_error *err)
+{
+    return s->fail ? q_read_error(s->fail, err) : 0;
 }
 
 /* ---- opening, choosing ---------------------------------------------------------------- */

@@ -664,3 +664,36 @@ Test(cmd, find_and_modify_fifo_order)
         }
     }
 }
+
+/* mmapv1 has no record checksum: a document whose embedded part is no longer
+ * well-formed BSON must fail the query with DataCorruptionDetected, not
+ * reach the caller (the string's length is made to run past its document). */
+Test(cmd, mmapv1_malformed_document_is_an_error)
+{
+    tdb t;
+    int rc;
+    char path[300];
+    t_open(&t, "mmapv1");
+    bson_destroy(t_cmd(&t, &rc, "{\"insert\": \"c\", \"documents\": [{\"_id\": 1, \"a\": "
+                                "{\"b\": \"needle-needle\"}}]}"));
+    cr_assert_eq(rc, 0);
+    md_db_close(t.db);
+    snprintf(path, sizeof path, "%s/test.0", t.dir);
+    FILE *f = fopen(path, "r+b");
+    cr_assert_not_null(f);
+    static uint8_t buf[1 << 20];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    uint8_t *hit = memmem(buf, n, "needle-needle", 13);
+    cr_assert_not_null(hit, "the document is not in the first MB of %s", path);
+    hit[-4] = 0x7f; /* the string's int32 length, little-endian */
+    cr_assert_eq(fseek(f, (long)(hit - 4 - buf), SEEK_SET), 0);
+    cr_assert_eq(fwrite(hit - 4, 1, 1, f), 1);
+    fclose(f);
+    t_reopen(&t);
+    bson_t *r = t_cmd(&t, &rc, "{\"find\": \"c\"}");
+    cr_assert_neq(rc, 0, "a malformed document was returned: %s", t_json(r));
+    cr_assert_eq(t_i64(r, "code"), MD_CODE_DATA_CORRUPTION_DETECTED);
+    cr_assert(strstr(t_str(r, "errmsg"), "well-formed") != NULL, "%s", t_str(r, "errmsg"));
+    bson_destroy(r);
+    t_close(&t);
+}
