@@ -221,14 +221,24 @@ static bool well_formed(const uint8_t *p, uint32_t len, int depth)
     uint32_t i = 4, end = len - 1;
     while (i < end) {
         uint8_t type = p[i++];
-        const uint8_t *z = memchr(p + i, 0, end - i);
-        if (!z)
+        /* the key: NUL-terminated, and UTF-8 (checked only when it is not
+         * plain ASCII, as keys nearly always are) */
+        uint32_t ke = i;
+        uint8_t high = 0;
+        while (ke < end && p[ke] != 0)
+            high |= p[ke++];
+        if (ke == end ||
+            ((high & 0x80) && !bson_utf8_validate((const char *)p + i, ke - i, false)))
             return false;
-        i = (uint32_t)(z - p) + 1;
+        i = ke + 1;
         uint32_t n = 0, left = end - i;
         switch (type) {
         case 0x06: case 0x0A: case 0x7F: case 0xFF: n = 0; break;
-        case 0x08: n = 1; break;
+        case 0x08: /* a bool is 0 or 1 */
+            if (left < 1 || p[i] > 1)
+                return false;
+            n = 1;
+            break;
         case 0x10: n = 4; break;
         case 0x01: case 0x09: case 0x11: case 0x12: n = 8; break;
         case 0x07: n = 12; break;
@@ -240,8 +250,9 @@ static bool well_formed(const uint8_t *p, uint32_t len, int depth)
             if (n < 5 || n > left || p[i + n - 1] != 0 || (type == 0x0C && (n += 12) > left))
                 return false;
             break;
-        case 0x05:
-            if (left < 5 || (n = 5 + le32(p + i)) < 5 || n > left)
+        case 0x05: /* subtype 2 (old binary) holds its own length again */
+            if (left < 5 || (n = 5 + le32(p + i)) < 5 || n > left ||
+                (p[i + 4] == 0x02 && (n < 9 || le32(p + i + 5) != n - 9)))
                 return false;
             break;
         case 0x03: case 0x04:
