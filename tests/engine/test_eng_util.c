@@ -14,7 +14,7 @@
 
 static bson_t *sample(void)
 {
-    bson_t *d = BCON_NEW("_id", BCON_INT32(7), "s", "héllo", "i64", BCON_INT64(1) , "d",
+    bson_t *d = BCON_NEW("_id", BCON_INT32(7), "s", "héllo", "i64", BCON_INT64(1), "d",
                          BCON_DOUBLE(1.5), "b", BCON_BOOL(true), "n", BCON_NULL, "sub", "{",
                          "x", BCON_INT32(1), "arr", "[", BCON_INT32(1), BCON_UTF8("two"), "]",
                          "}", "dt", BCON_DATE_TIME(5));
