@@ -9,6 +9,8 @@
 #   make test-tsan  the threaded stress programs (tests/*/tsan_*.c) under
 #                   ThreadSanitizer
 #   make bench      build the benchmark programs (build/bench/*)
+#   make patterns   the book-scale scenario run (build/patterns), which
+#                   regenerates docs/patterns.md
 #   make clean
 #
 # Build modes:
@@ -23,7 +25,7 @@ SANITIZER ?=
 BUILD     ?= build
 
 PKGS      := libbson-1.0 libzstd snappy lmdb libpcre2-8
-CPPFLAGS  += -D_GNU_SOURCE -Iinclude -Iengine -Immapv1 -Ibtree -Iquery
+CPPFLAGS  += -D_GNU_SOURCE -Iinclude -Iengine -Immapv1 -Ibtree -Iquery -Ipatterns
 CPPFLAGS  += $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 CFLAGS    += -std=c11 -Wall -Wextra -Wshadow -Wno-unused-parameter -g -pthread
 LDLIBS    += $(shell pkg-config --libs libbson-1.0 libzstd snappy libpcre2-8 2>/dev/null) -lm -lpthread
@@ -51,6 +53,12 @@ CLI       := $(BUILD)/minidoc
 TEST_SRCS := $(wildcard tests/*/test_*.c)
 TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/%.o)
 TEST_BIN  := $(BUILD)/test_minidoc
+# patterns/: the book's patterns as a library (linked into the tests too)
+# and the scenario runner build/patterns (patterns/runner*.c).
+PAT_MAIN  := $(wildcard patterns/runner*.c)
+PAT_SRCS  := $(filter-out $(PAT_MAIN),$(wildcard patterns/*.c))
+PAT_OBJS  := $(PAT_SRCS:%.c=$(BUILD)/%.o)
+PATTERNS  := $(BUILD)/patterns
 BENCH_SRCS:= $(wildcard bench/*.c)
 BENCH_BINS:= $(BENCH_SRCS:%.c=$(BUILD)/%)
 
@@ -64,9 +72,9 @@ FAULT_BIN   := $(BUILD)/test_faults
 FAULT_WRAPS := pwrite write fsync fdatasync msync ftruncate posix_fallocate open close rename unlink mmap munmap mremap
 FAULT_LDFLAGS := $(foreach f,$(FAULT_WRAPS),-Wl,--wrap=$(f))
 
-.PHONY: all deps demo test check bench crash test-tsan clean
+.PHONY: all deps demo test check bench crash test-tsan clean patterns
 
-all: $(LIB) $(CLI) $(TEST_BIN) $(FAULT_BIN)
+all: $(LIB) $(CLI) $(TEST_BIN) $(FAULT_BIN) $(if $(PAT_MAIN),$(PATTERNS))
 
 deps:
 	@tools/deps.sh
@@ -82,8 +90,11 @@ $(LIB): $(LIB_OBJS)
 $(CLI): $(BUILD)/tools/minidoc.o $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(TEST_BIN): $(TEST_OBJS) $(LIB)
+$(TEST_BIN): $(TEST_OBJS) $(PAT_OBJS) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcriterion
+
+$(PATTERNS): $(PAT_MAIN:%.c=$(BUILD)/%.o) $(PAT_OBJS) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 demo: deps
 	@$(MAKE) --no-print-directory $(CLI)
@@ -137,4 +148,4 @@ test-tsan: deps
 clean:
 	rm -rf build build-*
 
--include $(LIB_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(FAULT_OBJS:.o=.d) $(BUILD)/tools/minidoc.d
+-include $(LIB_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(PAT_OBJS:.o=.d) $(PAT_MAIN:%.c=$(BUILD)/%.d) $(FAULT_OBJS:.o=.d) $(BUILD)/tools/minidoc.d

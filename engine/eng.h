@@ -102,10 +102,40 @@ enum eng_alloc {
 const char *eng_alloc_name(int alloc);
 int eng_alloc_parse(const char *name); /* -1 if unknown */
 
+/*
+ * Capped record stores (eng_rs_options.capped), MongoDB's ring buffers.
+ *
+ *   - The engine keeps the store within capped_size bytes and capped_max
+ *     documents (0: no limit on the count) by removing its OLDEST records.
+ *     It does so inside the rs_insert that needs the room, in the caller's
+ *     transaction.  What counts against capped_size is the engine's own
+ *     measure (mmapv1: the ring of extents, allocated up front, as 3.0;
+ *     btree and ephemeralForTest: the sum of document sizes, as
+ *     WiredTiger's capped record store).  A record that cannot fit at all
+ *     fails with MD_ETOOBIG.
+ *   - Before removing a record to make room, the engine calls the store's
+ *     capped-delete hook (eng_rs_set_capped_hook) with the record, so that
+ *     query/ removes its index entries in the same transaction.  A nonzero
+ *     return fails the insert with that code; the caller aborts.
+ *   - Forward cursors return records in insertion order, oldest first
+ *     (mmapv1 walks the ring from its oldest record, not the extent chain).
+ *   - Tailing: a forward cursor that returned MD_NOTFOUND stays after the
+ *     last record it returned; a later next() (after save/restore, or
+ *     directly) returns the records inserted since.
+ *   - A saved forward cursor whose last returned record the ring removed
+ *     fails restore (and every later next) with MD_ECAPPEDLOST, even where
+ *     a newer record now sits at the same location.
+ *   - rs_update and rs_remove work as on any store; query/ enforces
+ *     MongoDB's rules (no growth, no user deletes).  rs_truncate empties
+ *     the ring (emptycapped).
+ */
+typedef int (*eng_capped_delete_fn)(void *ctx, eng_txn *t, eng_rid rid, const uint8_t *data,
+                                    uint32_t len);
+
 typedef struct eng_rs_options {
     int alloc;           /* enum eng_alloc */
-    bool capped;
-    int64_t capped_size; /* bytes */
+    bool capped;         /* see "Capped record stores" above */
+    int64_t capped_size; /* bytes (> 0 when capped) */
     int64_t capped_max;  /* documents, 0 = no limit */
     const char *block_compressor; /* btree: "none" | "snappy" | "zstd"; NULL =
                                      the engine's default; others ignore it */
@@ -242,6 +272,8 @@ struct eng_txn {
 };
 struct eng_rs {
     eng_engine *engine;
+    eng_capped_delete_fn capped_hook; /* set by eng_rs_set_capped_hook */
+    void *capped_ctx;
 };
 struct eng_ss {
     eng_engine *engine;
@@ -353,6 +385,13 @@ void eng_rs_append_stats(eng_rs *rs, bson_t *sub);
 int eng_rs_validate(eng_rs *rs, eng_validate *v);
 int eng_rs_compact(eng_rs *rs, eng_txn *t, const eng_compact_opts *o, bson_t *info,
                    md_error *err);
+/* Capped stores: who to tell before the ring removes a record (query/ sets
+ * it once after rs_open, before any insert).  Engines call
+ * eng_rs_capped_deleting() for each record they are about to remove; it
+ * returns the hook's result (0 when no hook is set). */
+void eng_rs_set_capped_hook(eng_rs *rs, eng_capped_delete_fn fn, void *ctx);
+int eng_rs_capped_deleting(eng_rs *rs, eng_txn *t, eng_rid rid, const uint8_t *data,
+                           uint32_t len);
 
 int eng_rs_cursor_open(eng_rs *rs, bool forward, eng_rs_cursor **out);
 int eng_rs_cursor_next(eng_rs_cursor *c, eng_rid *rid, const uint8_t **data, uint32_t *len);

@@ -27,6 +27,7 @@ const char *md_strerror(int rc)
     case MD_EREADONLY: return "MD_EREADONLY: handle is read-only after a failed write";
     case MD_EEXISTS: return "MD_EEXISTS: already exists";
     case MD_EWRITECONFLICT: return "MD_EWRITECONFLICT: write conflict";
+    case MD_ECAPPEDLOST: return "MD_ECAPPEDLOST: capped position lost";
     default: return "unknown minidoc error";
     }
 }
@@ -107,6 +108,7 @@ int eng_rc_to_code(int rc)
     case MD_EIO: return MD_CODE_FILE_STREAM_FAILED;
     case MD_EEXISTS: return MD_CODE_NAMESPACE_EXISTS;
     case MD_EWRITECONFLICT: return MD_CODE_WRITE_CONFLICT;
+    case MD_ECAPPEDLOST: return MD_CODE_CAPPED_POSITION_LOST;
     default: return MD_CODE_INTERNAL_ERROR;
     }
 }

@@ -174,6 +174,18 @@ int eng_rs_compact(eng_rs *rs, eng_txn *t, const eng_compact_opts *o, bson_t *in
     return OPS(rs)->rs_compact(rs, t, o, info, err);
 }
 
+void eng_rs_set_capped_hook(eng_rs *rs, eng_capped_delete_fn fn, void *ctx)
+{
+    rs->capped_hook = fn;
+    rs->capped_ctx = ctx;
+}
+
+int eng_rs_capped_deleting(eng_rs *rs, eng_txn *t, eng_rid rid, const uint8_t *data,
+                           uint32_t len)
+{
+    return rs->capped_hook ? rs->capped_hook(rs->capped_ctx, t, rid, data, len) : 0;
+}
+
 int eng_rs_cursor_open(eng_rs *rs, bool forward, eng_rs_cursor **out)
 {
     *out = NULL;

@@ -83,6 +83,8 @@ extern "C" {
 #define MD_EEXISTS (-30812)   /* object already exists */
 #define MD_EWRITECONFLICT (-30813) /* another transaction changed the same key;
                                      the library retries these internally */
+#define MD_ECAPPEDLOST (-30814) /* a capped collection's ring overwrote the
+                                   position a cursor was saved at */
 
 /* Name of a library return code, e.g. "MD_NOTFOUND: not found". */
 const char *md_strerror(int rc);

@@ -1,0 +1,168 @@
+/*
+ * patterns.h -- the schema-design patterns of "The Little MongoDB Schema
+ * Design Book" (Kvalheim, chapters 5.1-5.11), as a library a reader can call,
+ * and the scenarios that reproduce the book's performance tables.
+ *
+ * Every pattern lives in its own file (queue.c, topics.c, ...) and talks to
+ * minidoc through the public API only (include/minidoc.h): the same
+ * filters, sorts, update operators, findAndModify options, upserts and
+ * indexes the book writes, in C.  Where the book's code has an erratum
+ * (../shared/reference/little-book-digest.md section 7) the pattern follows
+ * the corrected form and says so in a comment.
+ *
+ * Two layers per pattern:
+ *
+ *   operations   plain functions (pt_queue_publish, pt_cart_checkout, ...)
+ *                taking an md_db and the operation's arguments; what an
+ *                application embedding minidoc would call.  Return 0 or a
+ *                negative MD_* code with `err` filled; MD_NOTFOUND is a
+ *                status ("no job in the queue", "seat taken"), not a failure.
+ *   scenarios    what mongodb-schema-simulator ran for the book's tables:
+ *                a setup, one or two timed user operations, and a check of
+ *                the pattern's invariants after the run.  build/patterns
+ *                (patterns/runner.c) runs them; tests call them too.
+ *
+ *     pt_patterns[] ---> pt_pattern (one per book chapter, book order)
+ *                          |-- scenarios[] ---> pt_scenario (one per table)
+ *                                                 |-- setup / check / destroy
+ *                                                 |-- ops[] ---> pt_op
+ *                                                                 |-- run(user)
+ *                                                                 |-- the book's
+ *                                                                     figures
+ *
+ * Threads: a scenario's `run` is called by many client threads at once,
+ * each with its own pt_user; they share the md_db (thread safe) and the
+ * scenario state (which the scenario must make safe to share: read-only
+ * after setup, or atomics).
+ */
+#ifndef PATTERNS_H
+#define PATTERNS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "minidoc.h"
+
+/* ---- the scenario model --------------------------------------------------- */
+
+/* One simulated user, as the simulator's "user" running a scenario once. */
+typedef struct pt_user {
+    md_db *db;
+    void *state;     /* the scenario's shared state, from setup */
+    uint64_t id;     /* 0, 1, 2 ... unique per op within a run, in start order */
+    uint64_t rng;    /* private random state (pt_rand); never 0 */
+    int client;      /* index of the client thread running this user */
+} pt_user;
+
+/* xorshift64*: the next pseudo-random number of this user. */
+uint64_t pt_rand(pt_user *u);
+/* Uniform in [0, n). */
+uint64_t pt_rand_below(pt_user *u, uint64_t n);
+
+/* A row of the book's statistics tables (milliseconds, runtime in seconds). */
+typedef struct pt_figures {
+    double runtime_s, mean, sd, p75, p95, p99, min, max;
+} pt_figures;
+
+/* One timed operation of a scenario: the book's "scenario" row. */
+typedef struct pt_op {
+    const char *name;      /* the book's row name, e.g. "publish_to_queues" */
+    int users;             /* users starting this op per iteration (book) */
+    bool decides;          /* counts toward the pattern's verdict (below) */
+    /* One user's whole script; 0 or a negative MD_* code (an error: the
+     * runner counts it and `--quick` fails on it). */
+    int (*run)(pt_user *u, md_error *err);
+    pt_figures book_mmap;  /* the book's figures on MMAPv1 */
+    pt_figures book_wt;    /* ... and on WiredTiger */
+} pt_op;
+
+/* What the runner tells a scenario's setup about the coming run. */
+typedef struct pt_setup_args {
+    int64_t users;         /* total users the run will start, all ops */
+    bool quick;            /* reduced scale (--quick, tests) */
+} pt_setup_args;
+
+#define PT_MAX_OPS 2
+
+/* One of the book's simulator runs: one statistics table per engine. */
+typedef struct pt_scenario {
+    const char *name;      /* --scenario NAME, e.g. "queue_fifo" */
+    const char *title;     /* the book's table title */
+    const char *script;    /* the simulator's scenario file, for the report */
+    int nops;
+    pt_op ops[PT_MAX_OPS];
+    /* Create the collections, indexes and seed documents (timed runs
+     * start after it).  *state: shared by every user; may stay NULL. */
+    int (*setup)(md_db *db, const pt_setup_args *a, void **state, md_error *err);
+    /* After the run: the pattern's invariants (no document lost, money or
+     * inventory conserved, no seat sold twice).  0 when they hold. */
+    int (*check)(md_db *db, void *state, md_error *err);
+    void (*destroy)(void *state); /* may be NULL */
+} pt_scenario;
+
+#define PT_MAX_SCENARIOS 2
+
+/* One chapter of the book. */
+typedef struct pt_pattern {
+    const char *name;        /* "queue", "cart_reservation", ... */
+    const char *title;       /* "Queue", "Shopping Cart with Product Reservation" */
+    const char *section;     /* "5.1" */
+    /* The book's verdict: "mmapv1", "btree" or "tie", and why (quoted or
+     * summarized from the chapter; digest section 6d). */
+    const char *book_winner;
+    const char *book_reason;
+    int nscenarios;
+    const pt_scenario *scenarios[PT_MAX_SCENARIOS];
+} pt_pattern;
+
+/*
+ * The verdict: per engine, the sum of the mean latencies of the ops marked
+ * `decides` across the pattern's scenarios; the engine with the lower sum
+ * wins, a tie when the two are within 10% of each other.
+ */
+
+/* Every pattern, in the book's order; NULL-terminated. */
+extern const pt_pattern *const pt_patterns[];
+
+/* ---- shared helpers (patterns.c) ----------------------------------------- */
+
+/* Milliseconds since the Unix epoch (for "new Date()"). */
+int64_t pt_now_ms(void);
+/* Run a command given as extended JSON; the reply is discarded. 0 or the
+ * command's negative code with err filled. */
+int pt_command_json(md_db *db, const char *json, md_error *err);
+
+/* ---- 5.1 Queue (queue.c) ------------------------------------------------- */
+extern const pt_pattern pt_pattern_queue;
+
+/* ---- 5.2 Topics (topics.c) ----------------------------------------------- */
+extern const pt_pattern pt_pattern_topics;
+
+/* ---- 5.3 Metadata (metadata.c) ------------------------------------------- */
+extern const pt_pattern pt_pattern_metadata;
+
+/* ---- 5.4 Materialized Path Category Hierarchy (matpath.c) ---------------- */
+extern const pt_pattern pt_pattern_matpath;
+
+/* ---- 5.5 Shopping Cart with Product Reservation (cart_reservation.c) ----- */
+extern const pt_pattern pt_pattern_cart_reservation;
+
+/* ---- 5.6 Shopping Cart with No Product Reservation (cart_no_reservation.c) */
+extern const pt_pattern pt_pattern_cart_no_reservation;
+
+/* ---- 5.7 Theater Reservation (theater.c) --------------------------------- */
+extern const pt_pattern pt_pattern_theater;
+
+/* ---- 5.8 Account Transactions (account.c) -------------------------------- */
+extern const pt_pattern pt_pattern_account;
+
+/* ---- 5.9 Time Series (timeseries.c) -------------------------------------- */
+extern const pt_pattern pt_pattern_timeseries;
+
+/* ---- 5.10 Array Slice Cache (slice_cache.c) ------------------------------ */
+extern const pt_pattern pt_pattern_slice_cache;
+
+/* ---- 5.11 Internationalization (i18n.c) ---------------------------------- */
+extern const pt_pattern pt_pattern_i18n;
+
+#endif /* PATTERNS_H */
