@@ -125,6 +125,10 @@ int eng_alloc_parse(const char *name); /* -1 if unknown */
  *   - A saved forward cursor whose last returned record the ring removed
  *     fails restore (and every later next) with MD_ECAPPEDLOST, even where
  *     a newer record now sits at the same location.
+ *   - The caller runs one write transaction at a time on a capped store
+ *     (query/ holds its collection lock exclusively for capped writes, as
+ *     MongoDB does), so records commit in insertion order and a tailing
+ *     cursor never skips one still being written.
  *   - rs_update and rs_remove work as on any store; query/ enforces
  *     MongoDB's rules (no growth, no user deletes).  rs_truncate empties
  *     the ring (emptycapped).
