@@ -152,7 +152,7 @@ static void run_case(const fcase *c)
 
     cr_assert_eq(md_db_open(dir, o, &db, &err), 0, "%s: reopen after the fault: %s", c->engine,
                  err.message);
-    check_validate(db, true, 0, seed);
+    check_validate(db, true, false, 0, seed);
     model got, want;
     load(db, &got);
     memset(&want, 0, sizeof want);
