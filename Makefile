@@ -133,14 +133,15 @@ $(FAULT_BIN): $(FAULT_OBJS) $(LIB)
 	$(CC) $(LDFLAGS) $(FAULT_LDFLAGS) -o $@ $^ $(LDLIBS) -lcriterion
 
 # Criterion cannot start under TSan, so the threaded parts have standalone
-# stress programs, built against a SANITIZER=thread library.
+# stress programs, built against a SANITIZER=thread library (and the
+# patterns/ library, for the patterns' protocol stress programs).
 TSAN_SRCS := $(wildcard tests/*/tsan_*.c)
 test-tsan: deps
 	@$(MAKE) --no-print-directory SANITIZER=thread build-thread/libminidoc.a
 	@for src in $(TSAN_SRCS); do \
 	    bin=build-thread/$$(basename $$src .c); \
 	    echo "$(CC) ... $$src -> $$bin"; \
-	    $(CC) $(CPPFLAGS) $(CFLAGS) -fsanitize=thread $$src build-thread/libminidoc.a \
+	    $(CC) $(CPPFLAGS) $(CFLAGS) -fsanitize=thread $$src $(PAT_SRCS) build-thread/libminidoc.a \
 	        -fsanitize=thread $(LDLIBS) -o $$bin || exit 1; \
 	    TSAN_OPTIONS=halt_on_error=1 $$bin || exit 1; \
 	done
