@@ -116,7 +116,10 @@ int eng_alloc_parse(const char *name); /* -1 if unknown */
  *   - Before removing a record to make room, the engine calls the store's
  *     capped-delete hook (eng_rs_set_capped_hook) with the record, so that
  *     query/ removes its index entries in the same transaction.  A nonzero
- *     return fails the insert with that code; the caller aborts.
+ *     return fails the insert with that code; the caller aborts.  Calls
+ *     come oldest record first; `data` is a view valid during the call
+ *     only; the hook may write to other stores (sorted stores) through `t`
+ *     but not to the capped store itself.
  *   - Forward cursors return records in insertion order, oldest first
  *     (mmapv1 walks the ring from its oldest record, not the extent chain).
  *   - Tailing: a forward cursor that returned MD_NOTFOUND stays after the
@@ -124,7 +127,10 @@ int eng_alloc_parse(const char *name); /* -1 if unknown */
  *     directly) returns the records inserted since.
  *   - A saved forward cursor whose last returned record the ring removed
  *     fails restore (and every later next) with MD_ECAPPEDLOST, even where
- *     a newer record now sits at the same location.
+ *     a newer record now sits at the same location.  (Engines cannot tell
+ *     the ring's removals from others: a record removed by rs_truncate
+ *     loses the cursor the same way, as MongoDB's emptycapped kills
+ *     cursors.)  Reverse cursors just end where the ring has removed.
  *   - The caller runs one write transaction at a time on a capped store
  *     (query/ holds its collection lock exclusively for capped writes, as
  *     MongoDB does), so records commit in insertion order and a tailing

@@ -15,6 +15,13 @@
  * memcmp orders exactly as strcmp orders the keys.  Updates replace or patch
  * the heap copy and never move.  A transaction keeps an undo log replayed
  * backwards on abort; arrays never shrink, so abort never allocates.
+ *
+ * Capped record stores (eng.h) are the same sorted array used as a queue:
+ * rs_insert removes from the front (the oldest RecordIds) until the new
+ * record fits within capped_size bytes of documents and capped_max records,
+ * telling the capped-delete hook first, as WiredTiger's capped record store
+ * does.  RecordIds are never reused by committed records, so a cursor's last
+ * RecordId being gone from a capped store means the ring passed it.
  */
 #include <assert.h>
 #include <stdio.h>
@@ -99,6 +106,7 @@ typedef struct mem_handle {
 typedef struct mem_rs_cursor {
     eng_rs_cursor hdr;
     bool forward;
+    bool lost;    /* capped: the ring removed `last` (MD_ECAPPEDLOST) */
     eng_rid last; /* last rid returned, ENG_RID_NONE before the first */
 } mem_rs_cursor;
 
@@ -611,12 +619,39 @@ static int mem_ss_drop(eng_engine *e, eng_txn *t, const char *ident)
 
 /* ---- record stores ------------------------------------------------------ */
 
+/* Capped: make room for a `len`-byte record by removing the oldest records,
+ * each announced to the capped-delete hook first (its refusal is the
+ * insert's failure; the caller aborts, which restores what was removed). */
+static int capped_make_room(eng_rs *rs, eng_txn *t, uint32_t len, md_error *err)
+{
+    mem_obj *o = OBJ(rs);
+    const eng_rs_options *op = &o->opts;
+    if ((int64_t)len > op->capped_size)
+        return md_error_set(err, MD_ETOOBIG, MD_CODE_BAD_VALUE,
+                            "object to insert exceeds cappedMaxSize (%u > %lld)", len,
+                            (long long)op->capped_size);
+    while (o->n > 0 && (o->bytes + (int64_t)len > op->capped_size ||
+                        (op->capped_max > 0 && (int64_t)o->n >= op->capped_max))) {
+        mem_rec *r = &o->v[0];
+        int rc = eng_rs_capped_deleting(rs, t, r->rid, r->data, r->len);
+        if (rc)
+            return md_error_set(err, rc, eng_rc_to_code(rc),
+                                "capped delete of RecordId %lld refused: %s",
+                                (long long)r->rid, md_strerror(rc));
+        if (obj_remove(ENG_OF(rs), o, 0))
+            return no_mem(err);
+    }
+    return 0;
+}
+
 static int mem_rs_insert(eng_rs *rs, eng_txn *t, const uint8_t *data, uint32_t len,
                          eng_rid *out, md_error *err)
 {
     mem_obj *o = OBJ(rs);
     int rc = txn_check(ENG_OF(rs), t, err);
     if (rc)
+        return rc;
+    if (o->opts.capped && (rc = capped_make_room(rs, t, len, err)) != 0)
         return rc;
     if (obj_insert(ENG_OF(rs), o, o->n, data, len, o->c.next_rid))
         return no_mem(err);
@@ -729,7 +764,7 @@ static void mem_rs_stats(eng_rs *rs, struct eng_rs_stats *s)
     mem_obj *o = OBJ(rs);
     s->count = (int64_t)o->n;
     s->data_size = o->bytes;
-    s->storage_size = o->bytes;
+    s->storage_size = o->opts.capped ? o->opts.capped_size : o->bytes;
     s->n_inserts = o->c.n_inserts;
     s->n_updates = o->c.n_updates;
     s->n_inplace = o->c.n_updates; /* nothing ever moves */
@@ -759,14 +794,35 @@ static void obj_validate(mem_obj *o, eng_validate *v)
 
 static int mem_rs_validate(eng_rs *rs, eng_validate *v)
 {
-    obj_validate(OBJ(rs), v);
-    BSON_APPEND_INT64(&v->info, "nrecords", (int64_t)OBJ(rs)->n);
+    mem_obj *o = OBJ(rs);
+    obj_validate(o, v);
+    if (o->opts.capped && o->bytes > o->opts.capped_size)
+        eng_validate_error(v, "%s: capped store holds %lld bytes, more than its size %lld",
+                           o->ident, (long long)o->bytes, (long long)o->opts.capped_size);
+    if (o->opts.capped && o->opts.capped_max > 0 && (int64_t)o->n > o->opts.capped_max)
+        eng_validate_error(v, "%s: capped store holds %zu records, more than its max %lld",
+                           o->ident, o->n, (long long)o->opts.capped_max);
+    BSON_APPEND_INT64(&v->info, "nrecords", (int64_t)o->n);
     return 0;
 }
 
 /* ---- record-store cursors ------------------------------------------------
  * The position is the last rid returned: removed records are skipped by
- * construction, so save and restore have nothing to do. */
+ * construction, so save and restore have nothing to do, except on a capped
+ * store, where a forward cursor whose last record is gone has lost its
+ * place in the ring (the store's records are a contiguous run of the
+ * RecordIds still there, so the cursor cannot tell what it missed). */
+
+/* Capped, forward, and the last record returned no longer there? */
+static bool capped_lost(mem_rs_cursor *c)
+{
+    mem_obj *o = OBJ(c->hdr.rs);
+    size_t i;
+    if (!c->lost && o->opts.capped && c->forward && c->last != ENG_RID_NONE &&
+        !find(o, NULL, 0, c->last, &i))
+        c->lost = true;
+    return c->lost;
+}
 
 static int mem_rs_cursor_open(eng_rs *rs, bool forward, eng_rs_cursor **out)
 {
@@ -785,6 +841,8 @@ static int mem_rs_cursor_next(eng_rs_cursor *ch, eng_rid *rid, const uint8_t **d
     mem_rs_cursor *c = (mem_rs_cursor *)ch;
     mem_obj *o = OBJ(ch->rs);
     size_t i;
+    if (capped_lost(c))
+        return MD_ECAPPEDLOST;
     if (c->forward) {
         i = lower_bound(o, NULL, 0, c->last + 1);
         if (i >= o->n)
@@ -806,7 +864,7 @@ static void mem_rs_cursor_save(eng_rs_cursor *c)
 
 static int mem_rs_cursor_restore(eng_rs_cursor *c)
 {
-    return 0;
+    return capped_lost((mem_rs_cursor *)c) ? MD_ECAPPEDLOST : 0;
 }
 
 static void mem_rs_cursor_close(eng_rs_cursor *c)
