@@ -135,6 +135,27 @@ int pt_command_json(md_db *db, const char *json, md_error *err);
 /* ---- 5.1 Queue (queue.c) ------------------------------------------------- */
 extern const pt_pattern pt_pattern_queue;
 
+/* The book's indexes: queue {startTime: 1, createdOn: 1} (Ex 6), queue
+ * {startTime: 1, priority: -1, createdOn: 1} (Ex 8), and the TTL index
+ * expire {endTime: 1} with expireAfterSeconds 86400 (Ex 11). */
+int pt_queue_create_indexes(md_db *db, md_error *err);
+/* Insert a job {startTime: null, endTime: null, createdOn: now, priority,
+ * payload} (payload NULL: {}); its new ObjectId in *id_out if not NULL. */
+int pt_queue_publish(md_db *db, int32_t priority, const bson_t *payload, bson_oid_t *id_out,
+                     md_error *err);
+/* findAndModify {startTime: null} sorted {createdOn: 1} (FIFO) or
+ * {priority: -1, createdOn: 1}, $set startTime: now, new: true.  `job` is
+ * always initialized (caller destroys); it receives the started job, or
+ * stays empty with MD_NOTFOUND when no job waits. */
+int pt_queue_fetch_fifo(md_db *db, bson_t *job, md_error *err);
+int pt_queue_fetch_priority(md_db *db, bson_t *job, md_error *err);
+/* update {_id: id} with $set endTime: now; MD_NOTFOUND if no such job. */
+int pt_queue_finish(md_db *db, const bson_value_t *id, md_error *err);
+/* The queue_fifo scenario's counters (its state from setup): fetchers that
+ * found the queue empty, and jobs fetched. */
+int64_t pt_queue_empty_fetches(void *state);
+int64_t pt_queue_jobs_fetched(void *state);
+
 /* ---- 5.2 Topics (topics.c) ----------------------------------------------- */
 extern const pt_pattern pt_pattern_topics;
 

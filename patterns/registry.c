@@ -8,6 +8,7 @@
 
 const pt_pattern *const pt_patterns[] = {
     /* 5.1 */
+    &pt_pattern_queue,
     /* 5.2 */
     /* 5.3 */
     /* 5.4 */
