@@ -178,6 +178,23 @@ extern const pt_pattern pt_pattern_theater;
 extern const pt_pattern pt_pattern_account;
 
 /* ---- 5.9 Time Series (timeseries.c) -------------------------------------- */
+/* One bucket per page per minute: {page, timestamp, seconds: {"0".."59"}}. */
+#define PT_TS_COLLECTION "pageViews"
+/* Example 4: {page: 1, timestamp: 1} (name "page_1_timestamp_1"). */
+int pt_ts_create_indexes(md_db *db, md_error *err);
+/* Example 6, preAllocateHour: 60 inserts, one bucket per minute from
+ * `hour_ms` (ms since the epoch), every second's counter at 0. */
+int pt_ts_preallocate_hour(md_db *db, const char *page, int64_t hour_ms, md_error *err);
+/* Example 2: update({page, timestamp: minute}, {$inc: {"seconds.<second>": 1}},
+ * upsert).  MD_EINVAL unless 0 <= second <= 59. */
+int pt_ts_record_view(md_db *db, const char *page, int64_t minute_ms, int second,
+                      md_error *err);
+/* Example 3: findOne({page, timestamp: minute}) copied into `bucket`
+ * (always initialized; caller destroys).  MD_NOTFOUND if there is none. */
+int pt_ts_find_bucket(md_db *db, const char *page, int64_t minute_ms, bson_t *bucket,
+                      md_error *err);
+/* Example 8, corrected (erratum 2): count {timestamp: {$gte: hour, $lt: hour + 1h}}. */
+int pt_ts_count_hour(md_db *db, int64_t hour_ms, int64_t *count, md_error *err);
 extern const pt_pattern pt_pattern_timeseries;
 
 /* ---- 5.10 Array Slice Cache (slice_cache.c) ------------------------------ */

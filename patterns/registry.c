@@ -17,6 +17,7 @@ const pt_pattern *const pt_patterns[] = {
     /* 5.7 */
     /* 5.8 */
     /* 5.9 */
+    &pt_pattern_timeseries,
     /* 5.10 */
     /* 5.11 */
     NULL,
