@@ -198,6 +198,29 @@ int pt_ts_count_hour(md_db *db, int64_t hour_ms, int64_t *count, md_error *err);
 extern const pt_pattern pt_pattern_timeseries;
 
 /* ---- 5.10 Array Slice Cache (slice_cache.c) ------------------------------ */
+/* posts {_id, blogId, createdOn, publishedOn, title, content, latestComments:
+ * [comment]}; comments {_id, postId, publishedOn, message}. */
+#define PT_SLICE_POSTS "posts"
+#define PT_SLICE_COMMENTS "comments"
+#define PT_SLICE_LATEST 10 /* comments a post's cache keeps ($slice: -10) */
+/* Insert a post with an empty cache.  With `template_comment` (a comment of
+ * the size later comments will have) the post is pre-allocated: inserted
+ * with PT_SLICE_LATEST copies of it, then {$set: {latestComments: []}}. */
+int pt_slice_create_post(md_db *db, const bson_oid_t *post_id, const bson_oid_t *blog_id,
+                         const char *title, const char *content,
+                         const bson_t *template_comment, md_error *err);
+/* The cache update: update({_id: post}, {$push: {latestComments: {$each:
+ * [comment], $slice: -10}}}) (erratum 1 corrected).  MD_NOTFOUND: no post. */
+int pt_slice_push_latest(md_db *db, const bson_oid_t *post_id, const bson_t *comment,
+                         md_error *err);
+/* Add a comment: comments.insert(comment), then the cache update.  The new
+ * comment's _id in *comment_id (may be NULL). */
+int pt_slice_add_comment(md_db *db, const bson_oid_t *post_id, const char *message,
+                         int64_t published_ms, bson_oid_t *comment_id, md_error *err);
+/* findOne({_id: post}) into `post` (always initialized; caller destroys);
+ * MD_NOTFOUND if there is none.  The cache is oldest first: reverse it on
+ * display for newest first, as the book says. */
+int pt_slice_find_post(md_db *db, const bson_oid_t *post_id, bson_t *post, md_error *err);
 extern const pt_pattern pt_pattern_slice_cache;
 
 /* ---- 5.11 Internationalization (i18n.c) ---------------------------------- */

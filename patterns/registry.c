@@ -19,6 +19,7 @@ const pt_pattern *const pt_patterns[] = {
     /* 5.9 */
     &pt_pattern_timeseries,
     /* 5.10 */
+    &pt_pattern_slice_cache,
     /* 5.11 */
     NULL,
 };
