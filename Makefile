@@ -57,7 +57,9 @@ TEST_BIN  := $(BUILD)/test_minidoc
 # and the scenario runner build/patterns (patterns/runner*.c).
 PAT_MAIN  := $(wildcard patterns/runner*.c)
 PAT_SRCS  := $(filter-out $(PAT_MAIN),$(wildcard patterns/*.c))
-PAT_OBJS  := $(PAT_SRCS:%.c=$(BUILD)/%.o)
+# Their objects go to $(BUILD)/pat/, since $(BUILD)/patterns is the program.
+PAT_OBJS  := $(PAT_SRCS:patterns/%.c=$(BUILD)/pat/%.o)
+PAT_MAIN_OBJS := $(PAT_MAIN:patterns/%.c=$(BUILD)/pat/%.o)
 PATTERNS  := $(BUILD)/patterns
 BENCH_SRCS:= $(wildcard bench/*.c)
 BENCH_BINS:= $(BENCH_SRCS:%.c=$(BUILD)/%)
@@ -83,6 +85,10 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 
+$(BUILD)/pat/%.o: patterns/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+
 $(LIB): $(LIB_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
@@ -93,7 +99,7 @@ $(CLI): $(BUILD)/tools/minidoc.o $(LIB)
 $(TEST_BIN): $(TEST_OBJS) $(PAT_OBJS) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcriterion
 
-$(PATTERNS): $(PAT_MAIN:%.c=$(BUILD)/%.o) $(PAT_OBJS) $(LIB)
+$(PATTERNS): $(PAT_MAIN_OBJS) $(PAT_OBJS) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 demo: deps
@@ -149,4 +155,4 @@ test-tsan: deps
 clean:
 	rm -rf build build-*
 
--include $(LIB_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(PAT_OBJS:.o=.d) $(PAT_MAIN:%.c=$(BUILD)/%.d) $(FAULT_OBJS:.o=.d) $(BUILD)/tools/minidoc.d
+-include $(LIB_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(PAT_OBJS:.o=.d) $(PAT_MAIN_OBJS:.o=.d) $(FAULT_OBJS:.o=.d) $(BUILD)/tools/minidoc.d

@@ -1,0 +1,431 @@
+/*
+ * pt_sim.c -- mongodb-schema-simulator's execution model in one process:
+ * one scenario, one engine, a fresh database in a new temporary directory.
+ *
+ *   open (journal on) -> setup -> sample counters -> timed users ->
+ *   sample counters -> check -> destroy -> close -> remove the directory
+ *
+ * The timed part (model in pt_sim.h): every op's users of every iteration
+ * get a start time (slicetime: evenly spread across the iteration), the
+ * schedules of all ops are merged in start order, and C client threads
+ * (processes x poolSize) take users from the front of that list, so a user
+ * waits for a free client as a request waited for a free pooled connection.
+ * Each client records into its own histograms; they are merged after the
+ * threads are joined, so measuring takes no lock the engines could feel.
+ */
+#include <errno.h>
+#include <ftw.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pt_sim.h"
+
+typedef struct sim_user {
+    int64_t t_ns; /* scheduled start, from t0 */
+    int64_t id;   /* per op, in start order */
+    int op;
+} sim_user;
+
+typedef struct sim_client {
+    struct sim *sim;
+    int index;
+    pthread_t thread;
+    int64_t last_end_ns;
+    pt_op_result res[PT_MAX_OPS]; /* hist, users, errors, first error */
+} sim_client;
+
+typedef struct sim {
+    const pt_scenario *sc;
+    md_db *db;
+    void *state;
+    uint64_t seed;
+    sim_user *users;
+    int64_t nusers;
+    int64_t t0_ns; /* CLOCK_MONOTONIC */
+    atomic_llong next;
+    atomic_llong done;
+} sim;
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void sleep_until_ns(int64_t t)
+{
+    struct timespec ts = {.tv_sec = t / 1000000000, .tv_nsec = t % 1000000000};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        ;
+}
+
+static uint64_t splitmix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+void pt_run_opts_book(pt_run_opts *o, const char *engine)
+{
+    memset(o, 0, sizeof *o);
+    o->engine = engine;
+    o->processes = PT_BOOK_PROCESSES;
+    o->pool_size = PT_BOOK_POOL_SIZE;
+    o->resolution_ms = PT_BOOK_RESOLUTION_MS;
+    o->iterations = PT_BOOK_ITERATIONS;
+    o->rate_scale = 1.0;
+    o->journal = true;
+    o->seed = 12;
+}
+
+int64_t pt_op_users_per_iteration(const pt_op *op, const pt_run_opts *o)
+{
+    /* The book's users per 1000 ms iteration, scaled by the rate and by a
+     * shorter or longer resolution (the rate per second stays the book's
+     * times rate_scale). */
+    double u = (double)op->users * o->rate_scale * (double)o->resolution_ms / 1000.0;
+    int64_t n = llround(u);
+    return n < 1 ? 1 : n;
+}
+
+static void *client_main(void *arg)
+{
+    sim_client *c = arg;
+    sim *s = c->sim;
+    for (;;) {
+        int64_t i = atomic_fetch_add(&s->next, 1);
+        if (i >= s->nusers)
+            break;
+        const sim_user *su = &s->users[i];
+        int64_t start = s->t0_ns + su->t_ns;
+        sleep_until_ns(start);
+        pt_user u = {
+            .db = s->db,
+            .state = s->state,
+            .id = (uint64_t)su->id,
+            .rng = splitmix64(s->seed ^ ((uint64_t)su->op << 40) ^ (uint64_t)su->id) | 1,
+            .client = c->index,
+        };
+        md_error err;
+        md_error_clear(&err);
+        int rc = s->sc->ops[su->op].run(&u, &err);
+        int64_t end = mono_ns();
+        pt_op_result *r = &c->res[su->op];
+        r->users++;
+        if (rc != 0) {
+            if (r->errors++ == 0) {
+                r->first_rc = rc;
+                snprintf(r->first_error, sizeof r->first_error, "%s: %.200s", md_strerror(rc),
+                         err.message);
+            }
+        } else {
+            pt_hist_record(&r->hist, end - start);
+        }
+        if (end > c->last_end_ns)
+            c->last_end_ns = end;
+        atomic_fetch_add(&s->done, 1);
+    }
+    return NULL;
+}
+
+static int cmp_user(const void *a, const void *b)
+{
+    const sim_user *x = a, *y = b;
+    if (x->t_ns != y->t_ns)
+        return x->t_ns < y->t_ns ? -1 : 1;
+    return x->op - y->op;
+}
+
+/* slicetime: user n of an op starts at n * resolution / users_per_iteration. */
+static sim_user *build_schedule(const pt_scenario *sc, const pt_run_opts *o, int64_t *n_out)
+{
+    int64_t total = 0;
+    for (int j = 0; j < sc->nops; j++)
+        total += pt_op_users_per_iteration(&sc->ops[j], o) * o->iterations;
+    sim_user *u = calloc((size_t)(total ? total : 1), sizeof *u);
+    if (!u)
+        return NULL;
+    int64_t k = 0;
+    for (int j = 0; j < sc->nops; j++) {
+        int64_t per = pt_op_users_per_iteration(&sc->ops[j], o);
+        double gap = (double)o->resolution_ms * 1e6 / (double)per;
+        for (int64_t n = 0; n < per * o->iterations; n++) {
+            u[k].t_ns = (int64_t)(gap * (double)n);
+            u[k].id = n;
+            u[k].op = j;
+            k++;
+        }
+    }
+    qsort(u, (size_t)total, sizeof *u, cmp_user);
+    *n_out = total;
+    return u;
+}
+
+/* ---- counters --------------------------------------------------------------- */
+
+static int64_t sum_subdoc(const bson_t *doc, const char *path)
+{
+    bson_iter_t it, child;
+    int64_t sum = 0;
+    if (!bson_iter_init(&it, doc) || !bson_iter_find_descendant(&it, path, &child) ||
+        !BSON_ITER_HOLDS_DOCUMENT(&child) || !bson_iter_recurse(&child, &it))
+        return 0;
+    while (bson_iter_next(&it))
+        if (BSON_ITER_HOLDS_NUMBER(&it))
+            sum += bson_iter_as_int64(&it);
+    return sum;
+}
+
+static int64_t get_num(const bson_t *doc, const char *path)
+{
+    bson_iter_t it, child;
+    if (bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, path, &child) &&
+        BSON_ITER_HOLDS_NUMBER(&child))
+        return bson_iter_as_int64(&child);
+    return 0;
+}
+
+static int add_coll_stats(md_db *db, const char *engine, const char *name, pt_counters *c,
+                          md_error *err)
+{
+    bson_t cmd = BSON_INITIALIZER, reply;
+    char path[96];
+    BSON_APPEND_UTF8(&cmd, "collStats", name);
+    int rc = md_db_command(db, &cmd, &reply, err);
+    bson_destroy(&cmd);
+    if (rc == 0) {
+        snprintf(path, sizeof path, "%s.inserts", engine);
+        c->inserts += get_num(&reply, path);
+        snprintf(path, sizeof path, "%s.updates", engine);
+        c->updates += get_num(&reply, path);
+        snprintf(path, sizeof path, "%s.inPlaceUpdates", engine);
+        c->in_place += get_num(&reply, path);
+        snprintf(path, sizeof path, "%s.bytesWritten", engine);
+        c->bytes_written += get_num(&reply, path);
+    }
+    bson_destroy(&reply);
+    return rc;
+}
+
+int pt_counters_sample(md_db *db, pt_counters *c, md_error *err)
+{
+    bson_t reply;
+    bson_iter_t it, batch, coll, name;
+    char engine[32] = "";
+    memset(c, 0, sizeof *c);
+    int rc = md_db_command_json(db, "{\"serverStatus\": 1}", &reply, err);
+    if (rc == 0) {
+        c->lock_waits = sum_subdoc(&reply, "locks.Collection.acquireWaitCount") +
+                        sum_subdoc(&reply, "locks.Database.acquireWaitCount");
+        c->lock_wait_us = sum_subdoc(&reply, "locks.Collection.timeAcquiringMicros") +
+                          sum_subdoc(&reply, "locks.Database.timeAcquiringMicros");
+        c->write_conflicts = get_num(&reply, "metrics.operation.writeConflicts");
+        c->moves = get_num(&reply, "metrics.record.moves");
+        if (bson_iter_init(&it, &reply) &&
+            bson_iter_find_descendant(&it, "storageEngine.name", &name) &&
+            BSON_ITER_HOLDS_UTF8(&name))
+            snprintf(engine, sizeof engine, "%s", bson_iter_utf8(&name, NULL));
+    }
+    bson_destroy(&reply);
+    if (rc)
+        return rc;
+    rc = md_db_command_json(db, "{\"listCollections\": 1}", &reply, err);
+    if (rc == 0 && bson_iter_init(&it, &reply) &&
+        bson_iter_find_descendant(&it, "cursor.firstBatch", &batch) &&
+        BSON_ITER_HOLDS_ARRAY(&batch) && bson_iter_recurse(&batch, &coll)) {
+        while (bson_iter_next(&coll)) {
+            bson_iter_t f;
+            if (BSON_ITER_HOLDS_DOCUMENT(&coll) && bson_iter_recurse(&coll, &f) &&
+                bson_iter_find(&f, "name") && BSON_ITER_HOLDS_UTF8(&f))
+                add_coll_stats(db, engine, bson_iter_utf8(&f, NULL), c, NULL);
+        }
+    }
+    bson_destroy(&reply);
+    return rc;
+}
+
+static void counters_sub(const pt_counters *a, const pt_counters *b, pt_counters *d)
+{
+    d->lock_waits = a->lock_waits - b->lock_waits;
+    d->lock_wait_us = a->lock_wait_us - b->lock_wait_us;
+    d->write_conflicts = a->write_conflicts - b->write_conflicts;
+    d->moves = a->moves - b->moves;
+    d->inserts = a->inserts - b->inserts;
+    d->updates = a->updates - b->updates;
+    d->in_place = a->in_place - b->in_place;
+    d->bytes_written = a->bytes_written - b->bytes_written;
+}
+
+/* ---- the run -------------------------------------------------------------------- */
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    remove(path);
+    return 0;
+}
+
+static int open_db(const char *dir, const pt_run_opts *o, md_db **db, md_error *err)
+{
+    bson_t opts = BSON_INITIALIZER, sub;
+    BSON_APPEND_UTF8(&opts, "engine", o->engine);
+    if (strcmp(o->engine, "mmapv1") == 0) {
+        BSON_APPEND_DOCUMENT_BEGIN(&opts, "mmapv1", &sub);
+        BSON_APPEND_BOOL(&sub, "journal", o->journal);
+        bson_append_document_end(&opts, &sub);
+    } else if (strcmp(o->engine, "btree") == 0) {
+        BSON_APPEND_DOCUMENT_BEGIN(&opts, "btree", &sub);
+        BSON_APPEND_BOOL(&sub, "log", o->journal);
+        bson_append_document_end(&opts, &sub);
+    }
+    int rc = md_db_open(dir, &opts, db, err);
+    bson_destroy(&opts);
+    return rc;
+}
+
+/* Start the clients, wait for them (reporting progress), merge their results. */
+static int run_users(sim *s, const pt_run_opts *o, pt_run_result *r)
+{
+    int nclients = o->processes * o->pool_size;
+    if (nclients < 1)
+        nclients = 1;
+    if (nclients > s->nusers)
+        nclients = (int)(s->nusers ? s->nusers : 1);
+    r->clients = nclients;
+    sim_client *cl = calloc((size_t)nclients, sizeof *cl);
+    if (!cl)
+        return MD_ENOMEM;
+    s->t0_ns = mono_ns() + 20 * 1000000; /* let the clients start first */
+    int started = 0, rc = 0;
+    for (int i = 0; i < nclients; i++) {
+        cl[i].sim = s;
+        cl[i].index = i;
+        for (int j = 0; j < PT_MAX_OPS; j++)
+            pt_hist_init(&cl[i].res[j].hist);
+        if (pthread_create(&cl[i].thread, NULL, client_main, &cl[i]) != 0) {
+            rc = MD_ERROR;
+            break;
+        }
+        started++;
+    }
+    if (started == 0) {
+        free(cl);
+        return MD_ERROR;
+    }
+    while (atomic_load(&s->done) < s->nusers && started == nclients) {
+        sleep_until_ns(mono_ns() + 250 * 1000000);
+        if (o->progress)
+            o->progress(o->progress_arg, atomic_load(&s->done), s->nusers,
+                        (double)(mono_ns() - s->t0_ns) / 1e9);
+    }
+    int64_t last_end = s->t0_ns;
+    for (int i = 0; i < started; i++) {
+        pthread_join(cl[i].thread, NULL);
+        if (cl[i].last_end_ns > last_end)
+            last_end = cl[i].last_end_ns;
+        for (int j = 0; j < s->sc->nops; j++) {
+            pt_op_result *src = &cl[i].res[j], *dst = &r->ops[j];
+            pt_hist_merge(&dst->hist, &src->hist);
+            dst->users += src->users;
+            if (src->errors && dst->errors == 0) {
+                dst->first_rc = src->first_rc;
+                memcpy(dst->first_error, src->first_error, sizeof dst->first_error);
+            }
+            dst->errors += src->errors;
+        }
+    }
+    r->runtime_s = (double)(last_end - s->t0_ns) / 1e9;
+    free(cl);
+    return rc;
+}
+
+static void result_init(const pt_scenario *sc, const pt_run_opts *o, pt_run_result *r)
+{
+    memset(r, 0, sizeof *r);
+    r->sc = sc;
+    snprintf(r->engine, sizeof r->engine, "%s", o->engine);
+    r->iterations = o->iterations;
+    r->resolution_ms = o->resolution_ms;
+    r->rate_scale = o->rate_scale;
+    r->nops = sc->nops;
+    for (int j = 0; j < sc->nops; j++) {
+        r->ops[j].name = sc->ops[j].name;
+        pt_hist_init(&r->ops[j].hist);
+    }
+}
+
+int pt_run_scenario(const pt_scenario *sc, const pt_run_opts *o, pt_run_result *r,
+                    md_error *err)
+{
+    char dir[4096];
+    const char *tmp = o->tmpdir ? o->tmpdir : getenv("TMPDIR");
+    md_db *db = NULL;
+    sim s = {.sc = sc, .seed = o->seed};
+    int rc;
+
+    result_init(sc, o, r);
+    if (sc->nops < 1 || sc->nops > PT_MAX_OPS)
+        return md_error_set(err, MD_EINVAL, MD_CODE_BAD_VALUE, "scenario %s has %d ops",
+                            sc->name, sc->nops);
+    snprintf(dir, sizeof dir, "%s/minidoc_patterns_XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir))
+        return md_error_set(err, MD_EIO, MD_CODE_FILE_STREAM_FAILED, "mkdtemp %s: %s", dir,
+                            strerror(errno));
+    rc = open_db(dir, o, &db, err);
+    if (rc)
+        goto out_rmdir;
+    s.db = db;
+    s.users = build_schedule(sc, o, &s.nusers);
+    if (!s.users) {
+        rc = md_error_set(err, MD_ENOMEM, MD_CODE_INTERNAL_ERROR, "out of memory");
+        goto out_close;
+    }
+    pt_setup_args args = {.users = s.nusers, .quick = o->quick};
+    int64_t t = mono_ns();
+    if (sc->setup && (rc = sc->setup(db, &args, &s.state, err)) != 0)
+        goto out_free;
+    r->setup_s = (double)(mono_ns() - t) / 1e9;
+    pt_counters_sample(db, &r->before, NULL);
+    rc = run_users(&s, o, r);
+    if (rc) {
+        md_error_set(err, rc, MD_CODE_INTERNAL_ERROR, "could not start the client threads");
+        goto out_destroy;
+    }
+    pt_counters_sample(db, &r->after, NULL);
+    counters_sub(&r->after, &r->before, &r->delta);
+    r->ok = true;
+    for (int j = 0; j < sc->nops; j++) {
+        pt_figures_from_hist(&r->ops[j].hist, r->runtime_s, &r->ops[j].fig);
+        if (r->ops[j].errors)
+            r->ok = false;
+    }
+    if (sc->check) {
+        md_error cerr;
+        md_error_clear(&cerr);
+        r->check_rc = sc->check(db, s.state, &cerr);
+        if (r->check_rc) {
+            r->ok = false;
+            snprintf(r->check_error, sizeof r->check_error, "%s: %.200s",
+                     md_strerror(r->check_rc), cerr.message);
+        }
+    }
+out_destroy:
+    if (sc->destroy)
+        sc->destroy(s.state);
+out_free:
+    free(s.users);
+out_close:
+    md_db_close(db);
+out_rmdir:
+    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return rc;
+}

@@ -1,0 +1,365 @@
+/*
+ * test_runner.c -- the scenario runner's library (patterns/pt_hist.c,
+ * pt_stats.c, pt_sim.c): the histogram's percentiles against the exact
+ * order statistics of known distributions (within the stated 1%), its mean
+ * and standard deviation against two-pass sums, merging, the verdict rule
+ * (a tie within 10%) and the agree count, and a small scenario of its own
+ * (counters bumped with $inc and read back, invariant: the sum of the
+ * counters equals the bumps) run end to end on btree and mmapv1, plus a
+ * scenario whose op fails and one whose check fails.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pt_sim.h"
+
+/* ---- histogram ---------------------------------------------------------------- */
+
+static uint64_t t_rng = 88172645463325252ull;
+static double t_uniform(void)
+{
+    t_rng ^= t_rng << 13;
+    t_rng ^= t_rng >> 7;
+    t_rng ^= t_rng << 17;
+    return ((double)(t_rng >> 11) + 0.5) / 9007199254740992.0;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Exact nearest-rank percentile of a sorted array. */
+static int64_t exact_pct(const int64_t *v, size_t n, double pct)
+{
+    size_t rank = (size_t)ceil(pct / 100.0 * (double)n - 1e-9);
+    if (rank < 1)
+        rank = 1;
+    return v[rank - 1];
+}
+
+static void check_distribution(int64_t *v, size_t n, const char *what)
+{
+    pt_hist *h = malloc(sizeof *h);
+    pt_hist_init(h);
+    double sum = 0;
+    for (size_t i = 0; i < n; i++) {
+        pt_hist_record(h, v[i]);
+        sum += (double)v[i];
+    }
+    double mean = sum / (double)n, ss = 0;
+    for (size_t i = 0; i < n; i++)
+        ss += ((double)v[i] - mean) * ((double)v[i] - mean);
+    double sd = sqrt(ss / (double)(n - 1));
+    qsort(v, n, sizeof *v, cmp_i64);
+    cr_expect_eq(h->count, (int64_t)n);
+    cr_expect_eq(h->min, v[0], "%s min", what);
+    cr_expect_eq(h->max, v[n - 1], "%s max", what);
+    cr_expect(fabs(pt_hist_mean(h) - mean) <= 1e-9 * mean, "%s mean %f vs %f", what,
+              pt_hist_mean(h), mean);
+    cr_expect(fabs(pt_hist_sd(h) - sd) <= 1e-6 * sd, "%s sd %f vs %f", what, pt_hist_sd(h),
+              sd);
+    const double pcts[] = {1, 25, 50, 75, 90, 95, 99, 99.9, 100};
+    for (size_t k = 0; k < sizeof pcts / sizeof pcts[0]; k++) {
+        int64_t exact = exact_pct(v, n, pcts[k]), got = pt_hist_percentile(h, pcts[k]);
+        double rel = exact ? fabs((double)(got - exact)) / (double)exact : (double)got;
+        cr_expect(rel <= PT_HIST_REL_ERROR, "%s p%g: %lld vs exact %lld (%.4f)", what,
+                  pcts[k], (long long)got, (long long)exact, rel);
+        cr_expect(rel <= 1.0 / 128 + 1e-12, "%s p%g: error %.5f above the layout's 1/128",
+                  what, pcts[k], rel);
+    }
+    free(h);
+}
+
+Test(runner_hist, uniform_percentiles_within_the_stated_error)
+{
+    size_t n = 200000;
+    int64_t *v = malloc(n * sizeof *v);
+    for (size_t i = 0; i < n; i++)
+        v[i] = 1000 + (int64_t)(t_uniform() * 50e6); /* 1 us .. 50 ms */
+    check_distribution(v, n, "uniform");
+    free(v);
+}
+
+Test(runner_hist, exponential_and_lognormal_percentiles)
+{
+    size_t n = 100000;
+    int64_t *v = malloc(n * sizeof *v);
+    for (size_t i = 0; i < n; i++)
+        v[i] = (int64_t)(-log(t_uniform()) * 2e6); /* mean 2 ms */
+    check_distribution(v, n, "exponential");
+    for (size_t i = 0; i < n; i++) {
+        double z = sqrt(-2 * log(t_uniform())) * cos(2 * M_PI * t_uniform());
+        v[i] = (int64_t)exp(13.0 + 2.0 * z); /* ~0.4 ms median, tails to seconds */
+    }
+    check_distribution(v, n, "lognormal");
+    free(v);
+}
+
+Test(runner_hist, small_values_are_exact_and_buckets_tile)
+{
+    for (int64_t x = 0; x < 128; x++) {
+        cr_assert_eq(pt_hist_index(x), (size_t)x);
+        cr_assert_eq(pt_hist_bucket_lo((size_t)x), x);
+    }
+    /* Buckets tile the range: each bucket's hi + 1 is the next one's lo,
+     * and no bucket is wider than 1/64 of its lowest value. */
+    for (size_t i = 0; i + 1 < PT_HIST_BUCKETS && pt_hist_bucket_hi(i) < ((int64_t)1 << 40) - 1;
+         i++) {
+        cr_assert_eq(pt_hist_bucket_hi(i) + 1, pt_hist_bucket_lo(i + 1), "bucket %zu", i);
+        cr_assert_eq(pt_hist_index(pt_hist_bucket_lo(i)), i);
+        cr_assert_eq(pt_hist_index(pt_hist_bucket_hi(i)), i);
+        if (i >= 128)
+            cr_assert_leq((pt_hist_bucket_hi(i) - pt_hist_bucket_lo(i) + 1) * 64,
+                          pt_hist_bucket_lo(i));
+    }
+    cr_assert_lt(pt_hist_index(INT64_MAX), (size_t)PT_HIST_BUCKETS);
+}
+
+Test(runner_hist, merge_equals_recording_into_one)
+{
+    pt_hist *all = malloc(sizeof *all), *parts = malloc(3 * sizeof *parts);
+    pt_hist_init(all);
+    for (int k = 0; k < 3; k++)
+        pt_hist_init(&parts[k]);
+    for (int i = 0; i < 30000; i++) {
+        int64_t x = (int64_t)(t_uniform() * t_uniform() * 1e8);
+        pt_hist_record(all, x);
+        pt_hist_record(&parts[i % 7 == 0 ? 0 : i % 2 + 1], x);
+    }
+    pt_hist_merge(&parts[0], &parts[1]);
+    pt_hist_merge(&parts[0], &parts[2]);
+    cr_assert_eq(parts[0].count, all->count);
+    cr_assert_eq(parts[0].min, all->min);
+    cr_assert_eq(parts[0].max, all->max);
+    cr_assert(fabs(pt_hist_mean(&parts[0]) - pt_hist_mean(all)) < 1e-6 * pt_hist_mean(all));
+    cr_assert(fabs(pt_hist_sd(&parts[0]) - pt_hist_sd(all)) < 1e-6 * pt_hist_sd(all));
+    cr_assert_eq(memcmp(parts[0].counts, all->counts, sizeof all->counts), 0);
+    free(all);
+    free(parts);
+}
+
+Test(runner_hist, figures_in_milliseconds)
+{
+    pt_hist *h = malloc(sizeof *h);
+    pt_hist_init(h);
+    for (int i = 1; i <= 100; i++)
+        pt_hist_record(h, i * 1000000LL); /* 1..100 ms */
+    pt_figures f;
+    pt_figures_from_hist(h, 2.5, &f);
+    cr_assert_float_eq(f.runtime_s, 2.5, 1e-12);
+    cr_assert_float_eq(f.mean, 50.5, 1e-9);
+    cr_assert_float_eq(f.sd, sqrt(841.666666666667), 1e-6);
+    cr_assert_float_eq(f.p75, 75.0, 75.0 / 128);
+    cr_assert_float_eq(f.p95, 95.0, 95.0 / 128);
+    cr_assert_float_eq(f.p99, 99.0, 99.0 / 128);
+    cr_assert_float_eq(f.min, 1.0, 1e-12);
+    cr_assert_float_eq(f.max, 100.0, 1e-12);
+    free(h);
+}
+
+/* ---- verdict -------------------------------------------------------------------- */
+
+Test(runner_verdict, lower_mean_wins_unless_within_ten_percent)
+{
+    cr_assert_str_eq(pt_verdict(1.0, 2.0), "mmapv1");
+    cr_assert_str_eq(pt_verdict(15195.361, 48.493), "btree");
+    cr_assert_str_eq(pt_verdict(0.954, 0.992), "tie");
+    cr_assert_str_eq(pt_verdict(1.0, 1.10), "tie");
+    cr_assert_str_eq(pt_verdict(1.10, 1.0), "tie");
+    cr_assert_str_eq(pt_verdict(1.0, 1.11), "mmapv1");
+    cr_assert_str_eq(pt_verdict(1.11, 1.0), "btree");
+    cr_assert_str_eq(pt_verdict(0.663, 1.012), "mmapv1");
+    cr_assert_str_eq(pt_verdict(0.0, 0.0), "tie");
+}
+
+Test(runner_verdict, agree_count)
+{
+    const char *ours[] = {"btree", "tie", "mmapv1", NULL, "tie"};
+    const char *book[] = {"btree", "tie", "btree", "tie", "mmapv1"};
+    cr_assert(pt_verdict_agrees("tie", "tie"));
+    cr_assert_not(pt_verdict_agrees("mmapv1", "tie"));
+    cr_assert_not(pt_verdict_agrees(NULL, "tie"));
+    cr_assert_eq(pt_agree_count(ours, book, 5), 2);
+    cr_assert_eq(pt_agree_count(ours, book, 2), 2);
+    cr_assert_eq(pt_agree_count(ours + 2, book + 2, 3), 0);
+}
+
+/* ---- a scenario end to end --------------------------------------------------------- */
+
+#define T_NCOUNTERS 8
+
+typedef struct t_state {
+    atomic_llong bumps;
+    bool break_check;
+} t_state;
+
+static bool t_break_check;
+
+static int t_setup(md_db *db, const pt_setup_args *a, void **state, md_error *err)
+{
+    char json[256];
+    for (int i = 0; i < T_NCOUNTERS; i++) {
+        snprintf(json, sizeof json,
+                 "{\"insert\": \"counters\", \"documents\": [{\"_id\": %d, \"n\": 0}]}", i);
+        int rc = pt_command_json(db, json, err);
+        if (rc)
+            return rc;
+    }
+    t_state *s = calloc(1, sizeof *s);
+    s->break_check = t_break_check;
+    *state = s;
+    return a->users > 0 ? 0 : md_error_set(err, MD_EINVAL, 2, "no users");
+}
+
+static int t_bump(pt_user *u, md_error *err)
+{
+    t_state *s = u->state;
+    char json[256];
+    snprintf(json, sizeof json,
+             "{\"update\": \"counters\", \"updates\": [{\"q\": {\"_id\": %d}, "
+             "\"u\": {\"$inc\": {\"n\": 1}}}]}",
+             (int)pt_rand_below(u, T_NCOUNTERS));
+    int rc = pt_command_json(u->db, json, err);
+    if (rc == 0)
+        atomic_fetch_add(&s->bumps, 1);
+    return rc;
+}
+
+static int t_read(pt_user *u, md_error *err)
+{
+    char json[128];
+    snprintf(json, sizeof json, "{\"find\": \"counters\", \"filter\": {\"_id\": %d}}",
+             (int)pt_rand_below(u, T_NCOUNTERS));
+    return pt_command_json(u->db, json, err);
+}
+
+static int t_fail(pt_user *u, md_error *err)
+{
+    return u->id % 2 ? md_error_set(err, MD_ERROR, 8, "user %llu failed",
+                                    (unsigned long long)u->id)
+                     : 0;
+}
+
+static int t_check(md_db *db, void *state, md_error *err)
+{
+    t_state *s = state;
+    int64_t total = 0;
+    for (int i = 0; i < T_NCOUNTERS; i++) {
+        bson_t reply;
+        bson_iter_t it, v;
+        char json[128];
+        snprintf(json, sizeof json, "{\"find\": \"counters\", \"filter\": {\"_id\": %d}}", i);
+        int rc = md_db_command_json(db, json, &reply, err);
+        if (rc == 0 && bson_iter_init(&it, &reply) &&
+            bson_iter_find_descendant(&it, "cursor.firstBatch.0.n", &v))
+            total += bson_iter_as_int64(&v);
+        bson_destroy(&reply);
+        if (rc)
+            return rc;
+    }
+    int64_t want = atomic_load(&s->bumps) + (s->break_check ? 1 : 0);
+    if (total != want)
+        return md_error_set(err, MD_ERROR, 8, "counters add up to %lld, %lld bumps",
+                            (long long)total, (long long)want);
+    return 0;
+}
+
+static void t_destroy(void *state)
+{
+    free(state);
+}
+
+static const pt_scenario t_scenario = {
+    .name = "test_counters",
+    .title = "counters bumped and read",
+    .script = "tests/patterns/test_runner.c",
+    .nops = 2,
+    .ops = {{.name = "bump", .users = 300, .decides = true, .run = t_bump},
+            {.name = "read", .users = 100, .decides = false, .run = t_read}},
+    .setup = t_setup,
+    .check = t_check,
+    .destroy = t_destroy,
+};
+
+static void t_small_opts(pt_run_opts *o, const char *engine)
+{
+    pt_run_opts_book(o, engine);
+    o->processes = 2;
+    o->pool_size = 3;
+    o->resolution_ms = 100;
+    o->iterations = 3;
+    o->quick = true;
+}
+
+static void run_counters(const char *engine)
+{
+    pt_run_opts o;
+    t_small_opts(&o, engine);
+    cr_assert_eq(pt_op_users_per_iteration(&t_scenario.ops[0], &o), 30);
+    cr_assert_eq(pt_op_users_per_iteration(&t_scenario.ops[1], &o), 10);
+    pt_run_result *r = calloc(1, sizeof *r);
+    md_error err;
+    t_break_check = false;
+    int rc = pt_run_scenario(&t_scenario, &o, r, &err);
+    cr_assert_eq(rc, 0, "%s: %s", engine, err.message);
+    cr_assert(r->ok, "%s: check %s; %s", engine, r->check_error, r->ops[0].first_error);
+    cr_assert_eq(r->clients, 6);
+    cr_assert_eq(r->ops[0].users, 90);
+    cr_assert_eq(r->ops[1].users, 30);
+    cr_assert_eq(r->ops[0].hist.count, 90);
+    cr_assert_eq(r->ops[1].hist.count, 30);
+    cr_assert_eq(r->ops[0].errors, 0);
+    /* The last bump is scheduled at 89 * 10/3 ms, so the run lasts that long. */
+    cr_assert_geq(r->runtime_s, 0.29, "%s runtime %f", engine, r->runtime_s);
+    cr_assert_lt(r->runtime_s, 10.0);
+    cr_assert_gt(r->ops[0].fig.mean, 0.0);
+    cr_assert_leq(r->ops[0].fig.min, r->ops[0].fig.p75);
+    cr_assert_leq(r->ops[0].fig.p75, r->ops[0].fig.p99);
+    cr_assert_leq(r->ops[0].fig.p99, r->ops[0].fig.max * (1 + 1.0 / 128));
+    cr_assert_eq(r->delta.updates, 90, "%s updates %lld", engine, (long long)r->delta.updates);
+    if (strcmp(engine, "mmapv1") == 0)
+        cr_assert_eq(r->delta.in_place, 90, "same-size $inc updates in place");
+    cr_assert_gt(r->delta.bytes_written, 0);
+    free(r);
+}
+
+Test(runner_sim, counters_scenario_on_btree)
+{
+    run_counters("btree");
+}
+
+Test(runner_sim, counters_scenario_on_mmapv1)
+{
+    run_counters("mmapv1");
+}
+
+Test(runner_sim, failing_check_and_failing_op_are_reported)
+{
+    pt_run_opts o;
+    t_small_opts(&o, "btree");
+    pt_run_result *r = calloc(1, sizeof *r);
+    md_error err;
+    t_break_check = true;
+    cr_assert_eq(pt_run_scenario(&t_scenario, &o, r, &err), 0, "%s", err.message);
+    t_break_check = false;
+    cr_assert_not(r->ok);
+    cr_assert_neq(r->check_rc, 0);
+    cr_assert(strstr(r->check_error, "bumps"), "%s", r->check_error);
+
+    pt_scenario bad = t_scenario;
+    bad.ops[1].run = t_fail;
+    cr_assert_eq(pt_run_scenario(&bad, &o, r, &err), 0, "%s", err.message);
+    cr_assert_not(r->ok);
+    cr_assert_eq(r->check_rc, 0);
+    cr_assert_eq(r->ops[1].errors, 15);
+    cr_assert_eq(r->ops[1].hist.count, 15);
+    cr_assert_eq(r->ops[1].first_rc, MD_ERROR);
+    cr_assert(strstr(r->ops[1].first_error, "failed"), "%s", r->ops[1].first_error);
+    free(r);
+}
