@@ -162,6 +162,31 @@ extern const pt_pattern pt_pattern_topics;
 /* ---- 5.3 Metadata (metadata.c) ------------------------------------------- */
 extern const pt_pattern pt_pattern_metadata;
 
+/* One metadata pair; `value` is borrowed (any BSON type). */
+typedef struct pt_metadata_kv {
+    const char *key;
+    bson_value_t value;
+} pt_metadata_kv;
+
+/* images.ensureIndex({"metadata.key": 1, "metadata.value": 1}) */
+int pt_metadata_create_indexes(md_db *db, md_error *err);
+/* Insert {_id: id (NULL: a new ObjectId), metadata: [{key, value}, ...]}. */
+int pt_metadata_insert(md_db *db, const bson_value_t *id, const pt_metadata_kv *kvs, int n,
+                       md_error *err);
+/* findOne({tags: {$all: tags}}): *doc always initialized (caller destroys);
+ * MD_NOTFOUND when nothing matches. */
+int pt_metadata_find_one_by_tags(md_db *db, const char *const *tags, int n, bson_t *doc,
+                                 md_error *err);
+/* findOne({metadata: {$elemMatch: {key, value}}}), as above. */
+int pt_metadata_find_one(md_db *db, const pt_metadata_kv *kv, bson_t *doc, md_error *err);
+/* The filter for n pairs: {metadata: {$elemMatch: ...}} for one, else
+ * {metadata: {$all: [{$elemMatch: ...}, ...]}}.  *filter is initialized
+ * here; the caller destroys it. */
+void pt_metadata_filter(const pt_metadata_kv *kvs, int n, bson_t *filter);
+/* find() with that filter; never NULL, errors via md_cursor_error; the
+ * caller destroys the cursor. */
+md_cursor *pt_metadata_find(md_db *db, const pt_metadata_kv *kvs, int n);
+
 /* ---- 5.4 Materialized Path Category Hierarchy (matpath.c) ---------------- */
 extern const pt_pattern pt_pattern_matpath;
 

@@ -11,6 +11,7 @@ const pt_pattern *const pt_patterns[] = {
     &pt_pattern_queue,
     /* 5.2 */
     /* 5.3 */
+    &pt_pattern_metadata,
     /* 5.4 */
     /* 5.5 */
     /* 5.6 */
