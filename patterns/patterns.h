@@ -199,8 +199,137 @@ extern const pt_pattern pt_pattern_cart_no_reservation;
 /* ---- 5.7 Theater Reservation (theater.c) --------------------------------- */
 extern const pt_pattern pt_pattern_theater;
 
+/*
+ * Collections theaters, sessions, carts, receipts.  Theaters, sessions and
+ * carts are keyed by int64 _ids (the book's cart and theater use numbers;
+ * its session ObjectId becomes a number too).  A seat is [row, column],
+ * 0-indexed, into the session's 2-D `seats` array of 0 (free) / 1 (taken).
+ *
+ * Failure points: every multi-step operation takes an optional
+ * pt_theater_opts; crash_after = k stops it right after its k-th write as
+ * if the client died there, and the call returns PT_THEATER_CRASHED (a
+ * positive status: the state is left as the dead client left it).  0 or a
+ * negative k: run to the end.  pt_theater_expire restores the invariants
+ * after any such stop (see theater.c's header for the steps and why).
+ */
+#define PT_THEATER_CRASHED 1
+
+typedef struct pt_theater_opts {
+    int crash_after;  /* stop after this many writes (0: never) */
+} pt_theater_opts;
+
+typedef struct pt_seat {
+    int row, col;
+} pt_seat;
+
+/* carts.ensureIndex({state: 1}); sessions.ensureIndex({"reservations._id": 1}) */
+int pt_theater_create_indexes(md_db *db, md_error *err);
+/* A theater with rows x cols free seats (seatsAvailable = rows * cols). */
+int pt_theater_create(md_db *db, int64_t theater_id, const char *name, int rows, int cols,
+                      md_error *err);
+/* A session of a theater: its seat map and seatsAvailable copied from the
+ * theater template, no reservations.  MD_NOTFOUND: no such theater. */
+int pt_theater_add_session(md_db *db, int64_t theater_id, int64_t session_id, const char *name,
+                           const char *description, int64_t start_ms, int64_t end_ms,
+                           int64_t price, md_error *err);
+/* An empty active cart. */
+int pt_theater_cart_create(md_db *db, int64_t cart_id, md_error *err);
+/* Reserve all n seats or none (2 writes: the session, the cart).
+ * MD_NOTFOUND: a seat was taken, or the cart is no longer active (the
+ * seats are then released again). */
+int pt_theater_reserve(md_db *db, int64_t cart_id, int64_t session_id, const pt_seat *seats,
+                       int n, const pt_theater_opts *o, md_error *err);
+/* Give back the seats a cart holds in a session (1 write).  MD_NOTFOUND:
+ * the session holds no such reservation (already released). */
+int pt_theater_release(md_db *db, int64_t session_id, int64_t cart_id, const pt_seat *seats,
+                       int n, md_error *err);
+/* Check out (3 writes: claim the cart as done, insert the receipt, pull
+ * the cart's reservations from the sessions).  MD_NOTFOUND: the cart is
+ * not active (unknown, expired, already done). */
+int pt_theater_checkout(md_db *db, int64_t cart_id, const pt_theater_opts *o, md_error *err);
+/* Expire active carts not modified since cutoff_ms (the book uses now - 30
+ * minutes), releasing their seats, and finish whatever a stopped client
+ * left: releases of expired carts, checkouts of done carts.  *nexpired (may
+ * be NULL) gets the number of carts this call expired. */
+int pt_theater_expire(md_db *db, int64_t cutoff_ms, const pt_theater_opts *o, int *nexpired,
+                      md_error *err);
+/* The invariants: every session's seatsAvailable equals its number of 0
+ * seats; every taken seat is held by one cart only (its session
+ * reservation and/or its receipt), every free seat by none.  `settled`
+ * (no client running, expire run since the last stop) also asks that every
+ * taken seat is held exactly once and that no session still holds a
+ * reservation of a cart that is not active.  0 when they hold; MD_ERROR
+ * with the first violation in err. */
+int pt_theater_check(md_db *db, bool settled, md_error *err);
+
 /* ---- 5.8 Account Transactions (account.c) -------------------------------- */
 extern const pt_pattern pt_pattern_account;
+
+/*
+ * Collections accounts {name, balance, pendingTransactions} and
+ * transactions {source, destination, amount, state, createdAt,
+ * lastModified}.  Transaction states (the book's, its "intital" and
+ * "cancel" corrected):
+ *
+ *   initial -> pending -> committed -> done
+ *      |          |
+ *      v          v
+ *   canceled <- canceling
+ *
+ * Failure points as in 5.7: crash_after = k stops a call right after its
+ * k-th write and it returns PT_ACCOUNT_CRASHED; pt_account_recover
+ * restores the invariants.
+ */
+#define PT_ACCOUNT_CRASHED 1
+
+typedef struct pt_account_opts {
+    int crash_after;  /* stop after this many writes (0: never) */
+} pt_account_opts;
+
+/* accounts.ensureIndex({name: 1}) (unique, as the simulator makes it);
+ * transactions.ensureIndex({state: 1}) */
+int pt_account_create_indexes(md_db *db, md_error *err);
+/* {name, balance, pendingTransactions: []} */
+int pt_account_create(md_db *db, const char *name, int64_t balance, md_error *err);
+/* The account's balance (MD_NOTFOUND: no such account). */
+int pt_account_balance(md_db *db, const char *name, int64_t *balance, md_error *err);
+/* Insert a transaction in state initial; its _id in *id. */
+int pt_account_txn_create(md_db *db, const char *source, const char *destination,
+                          int64_t amount, bson_oid_t *id, md_error *err);
+/* Apply an initial transaction: pending, debit, credit, committed, clear
+ * both accounts, done (7 writes).  MD_NOTFOUND: it could not proceed (not
+ * initial, an account missing, insufficient funds) and was rolled back to
+ * canceled. */
+int pt_account_apply(md_db *db, const bson_oid_t *id, const pt_account_opts *o, md_error *err);
+/* create + apply (8 writes); *id (may be NULL) gets the transaction. */
+int pt_account_transfer(md_db *db, const char *source, const char *destination,
+                        int64_t amount, const pt_account_opts *o, bson_oid_t *id,
+                        md_error *err);
+/* Roll back a transaction that is pending or canceling: canceling,
+ * reverse each side that holds it, canceled (up to 4 writes).  An initial
+ * one is just canceled.  MD_NOTFOUND: in no state that can be rolled back
+ * (committed ones are never rolled back: transfer the money back instead,
+ * as the book says). */
+int pt_account_cancel(md_db *db, const bson_oid_t *id, const pt_account_opts *o, md_error *err);
+/* The book's concurrent applications: atomically tag one initial,
+ * untagged transaction with `application` and move it to pending
+ * (findAndModify).  *id gets it; MD_NOTFOUND: none left. */
+int pt_account_claim(md_db *db, const char *application, bson_oid_t *id, md_error *err);
+/* The background recovery: every transaction not done or canceled whose
+ * lastModified <= cutoff_ms is claimed (lastModified bumped, so another
+ * recovery leaves it alone) and finished: initial -> canceled, pending and
+ * canceling rolled back, committed rolled forward to done.  *nrecovered
+ * (may be NULL) counts them. */
+int pt_account_recover(md_db *db, int64_t cutoff_ms, const pt_account_opts *o, int *nrecovered,
+                       md_error *err);
+/* The invariants: the balances sum to `total` (pass -1 to skip), none is
+ * negative, and each account's balance is `initial` plus its done credits
+ * minus its done debits (pass -1 to skip: accounts of mixed opening
+ * balances) -- so no transaction was applied twice or half.  `settled`
+ * (no client running, recover run since the last stop) also asks that
+ * every transaction is done or canceled and no pendingTransactions entry
+ * is left. 0 when they hold; MD_ERROR with the first violation in err. */
+int pt_account_check(md_db *db, int64_t total, int64_t initial, bool settled, md_error *err);
 
 /* ---- 5.9 Time Series (timeseries.c) -------------------------------------- */
 /* One bucket per page per minute: {page, timestamp, seconds: {"0".."59"}}. */

@@ -16,6 +16,7 @@ const pt_pattern *const pt_patterns[] = {
     /* 5.5 */
     /* 5.6 */
     /* 5.7 */
+    &pt_pattern_theater,
     /* 5.8 */
     /* 5.9 */
     &pt_pattern_timeseries,
