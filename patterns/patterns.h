@@ -190,6 +190,40 @@ md_cursor *pt_metadata_find(md_db *db, const pt_metadata_kv *kvs, int n);
 /* ---- 5.4 Materialized Path Category Hierarchy (matpath.c) ---------------- */
 extern const pt_pattern pt_pattern_matpath;
 
+/* categories {category: 1}, categories {parent: 1}, products
+ * {categories: 1} (Ex 6-8). */
+int pt_matpath_create_indexes(md_db *db, md_error *err);
+/* categories {parent: 1, name: 1}, for the covered queries (Ex 9). */
+int pt_matpath_create_covered_index(md_db *db, md_error *err);
+/* The parent path of `path` ("/" for a top-level category) into parent. */
+void pt_matpath_parent(const char *path, char *parent, size_t size);
+/* Insert {_id: id (NULL: a new ObjectId), name, parent, category: path}. */
+int pt_matpath_add_category(md_db *db, const bson_value_t *id, const char *name,
+                            const char *path, md_error *err);
+/* Insert {_id, name, cost, currency, categories: [n paths]}. */
+int pt_matpath_add_product(md_db *db, const bson_value_t *id, const char *name, double cost,
+                           const char *currency, const char *const *categories, int n,
+                           md_error *err);
+/* The queries; each returns a cursor the caller destroys (never NULL;
+ * errors via md_cursor_error):
+ *   direct_children  categories.find({parent: /^path$/})           Ex 1
+ *   subtree          categories.find({parent: /^path/})            Ex 2
+ *   *_covered        the same, projected {_id: 0, parent: 1, name: 1}
+ *   products         products.find({categories: path})             Ex 3
+ *   ancestors        categories.find({category: {$in: [the paths above
+ *                    path, from "/"]}})                            Ex 4 */
+md_cursor *pt_matpath_direct_children(md_db *db, const char *path);
+md_cursor *pt_matpath_subtree(md_db *db, const char *path);
+md_cursor *pt_matpath_direct_children_covered(md_db *db, const char *path);
+md_cursor *pt_matpath_subtree_covered(md_db *db, const char *path);
+md_cursor *pt_matpath_products(md_db *db, const char *path);
+md_cursor *pt_matpath_ancestors(md_db *db, const char *path);
+/* products.find({categories: {$in: <the children's / subtree's category
+ * paths>}}) into *out (caller destroys; NULL on error). */
+int pt_matpath_products_of_children(md_db *db, const char *path, md_cursor **out,
+                                    md_error *err);
+int pt_matpath_products_of_subtree(md_db *db, const char *path, md_cursor **out, md_error *err);
+
 /* ---- 5.5 Shopping Cart with Product Reservation (cart_reservation.c) ----- */
 extern const pt_pattern pt_pattern_cart_reservation;
 

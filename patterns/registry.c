@@ -13,6 +13,7 @@ const pt_pattern *const pt_patterns[] = {
     /* 5.3 */
     &pt_pattern_metadata,
     /* 5.4 */
+    &pt_pattern_matpath,
     /* 5.5 */
     /* 5.6 */
     /* 5.7 */
