@@ -24,6 +24,10 @@
  *   journalFileSize        bytes per journal file (1 GB; tests use less)
  *   debugCheckViews        at each flush, abort if a mapped byte changed
  *                          without being declared (tests)
+ *   debugCappedExtentSize  bytes, 0 (default) or >= 4 KB: the largest extent
+ *                          a capped collection gets at create, so tests see
+ *                          rings of several extents without gigabyte sizes
+ *                          (3.0 gave those with $nExtents)
  * The format and the ordering argument are in mm_int.h ("Journal").
  */
 #ifndef MM_H

@@ -108,6 +108,10 @@ void mm_add_deleted(mm_engine *e, mm_txn *t, int32_t slot, mm_loc l)
     mm_ns_slot *d = mm_ns_at(e, slot);
     mm_deleted *dr = (mm_deleted *)mm_record_at(e, l);
     assert(dr && dr->len >= MM_REC_HDR);
+    if (d->is_capped) {
+        mm_capped_add_deleted(e, t, slot, l);
+        return;
+    }
     int b = mm_bucket(dr->len);
     mm_wloc(t, &dr->next, d->deleted[b]);
     mm_wloc(t, &d->deleted[b], l);
@@ -165,6 +169,8 @@ int mm_alloc_record(mm_engine *e, mm_txn *t, int32_t slot, int32_t len, mm_loc *
     if (len > MM_MAX_ALLOC)
         return md_error_set(err, MD_ETOOBIG, MD_CODE_BSON_OBJECT_TOO_LARGE,
                             "record has to be <= 16.5MB");
+    if (d->is_capped) /* the ring allocates (mm_capped_insert); nothing moves */
+        return md_error_set(err, MD_ENOTSUP, 10003, "objects in a capped ns cannot grow");
     int rc = alloc_from_existing(e, t, slot, len, out, err);
     for (int z = -1; rc == 0 && mm_loc_is_null(*out); z++) {
         if (z >= 10 || (z >= 0 && len <= d->last_extent_size))
@@ -203,6 +209,25 @@ static int link_record(mm_engine *e, mm_txn *t, mm_loc l, mm_record *r, md_error
     return 0;
 }
 
+int mm_record_place(mm_engine *e, mm_txn *t, int32_t slot, mm_loc l, const uint8_t *data,
+                    uint32_t len, md_error *err)
+{
+    mm_record *r = mm_record_at(e, l);
+    assert(r && r->len >= (int32_t)len + MM_REC_HDR);
+    mm_writing(t, r, MM_REC_HDR + (size_t)len);
+    if (data)
+        memmove(r + 1, data, len);
+    else
+        memset(r + 1, 0, len);
+    int rc = link_record(e, t, l, r, err);
+    if (rc)
+        return rc;
+    mm_ns_slot *d = mm_ns_at(e, slot);
+    mm_w64(t, &d->datasize, d->datasize + r->len - MM_REC_HDR);
+    mm_w64(t, &d->nrecords, d->nrecords + 1);
+    return 0;
+}
+
 int mm_record_insert(mm_engine *e, mm_txn *t, int32_t slot, const uint8_t *data,
                      uint32_t len, int32_t alloc_len, mm_loc *out, md_error *err)
 {
@@ -215,19 +240,7 @@ int mm_record_insert(mm_engine *e, mm_txn *t, int32_t slot, const uint8_t *data,
         return rc;
     if (mapped) /* the allocation may have moved the mappings */
         data = mm_file_base(e, src_file) + src_ofs;
-    mm_record *r = mm_record_at(e, *out);
-    assert(r && r->len >= (int32_t)len + MM_REC_HDR);
-    mm_writing(t, r, MM_REC_HDR + (size_t)len);
-    if (data)
-        memmove(r + 1, data, len);
-    else
-        memset(r + 1, 0, len);
-    if ((rc = link_record(e, t, *out, r, err)) != 0)
-        return rc;
-    mm_ns_slot *d = mm_ns_at(e, slot);
-    mm_w64(t, &d->datasize, d->datasize + r->len - MM_REC_HDR);
-    mm_w64(t, &d->nrecords, d->nrecords + 1);
-    return 0;
+    return mm_record_place(e, t, slot, *out, data, len, err);
 }
 
 /* RecordStoreV1Base::deleteRecord: unlink, count, mark 0xEE, free list. */
@@ -236,6 +249,8 @@ void mm_record_delete(mm_engine *e, mm_txn *t, int32_t slot, mm_loc l)
     mm_record *r = mm_record_at(e, l);
     assert(r && r->len >= MM_MIN_REC_LEN);
     mm_cursors_removing(e, slot, l);
+    if (mm_ns_at(e, slot)->is_capped)
+        mm_capped_removing(e, t, slot, l);
     if (r->prev_ofs != MM_NULL_OFS)
         mm_w32(t, &mm_record_at(e, mm_loc_make(l.a, r->prev_ofs))->next_ofs, r->next_ofs);
     if (r->next_ofs != MM_NULL_OFS)

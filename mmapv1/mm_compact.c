@@ -10,6 +10,8 @@
  *      lengthWithHeaders) or MANUAL (len * factor + bytes), unlink it, and
  *      when the extent is empty give it to its file's extent free list.
  *
+ * Capped collections are refused, as in 3.0.
+ *
  * RecordIds change; the caller rebuilds the indexes.  Everything runs in the
  * caller's transaction, so the pre-images amount to about the collection's
  * size again; a cheaper variant would skip pre-images of never-used space,
@@ -118,6 +120,9 @@ int mm_rs_compact(eng_rs *rs_, eng_txn *tx, const eng_compact_opts *o, bson_t *i
     if (!d)
         return md_error_set(err, MD_NOTFOUND, MD_CODE_NAMESPACE_NOT_FOUND, "ns not found: %s",
                             rs->name);
+    if (d->is_capped) /* as MongoDB 3.0's compact command */
+        return md_error_set(err, MD_ENOTSUP, MD_CODE_COMMAND_NOT_SUPPORTED,
+                            "cannot compact a capped collection");
     int rc = check_opts(o, err);
     if (rc)
         return rc;

@@ -95,11 +95,19 @@
  *                            444 4   isCapped         448 8 cappedSize
  *                            456 8   cappedMax
  *                            464 4   pfFitsCount      468 4 pfMoveCount
- *                            472 ... (reserved, zero)
+ *                            472 8   capExtent        480 8 capFirstNewRecord
+ *                            488 ... (reserved, zero)
  *   Hash: x = x * 131 + c over the name; slot = 1 + hash % nslots, linear
  *   probing; a deleted slot keeps hash 1 so that probe chains stay intact.
  *   userFlags: 1 = Flag_UsePowerOf2Sizes, 2 = Flag_NoPadding,
  *   0x100 = minidoc's paddingFactor strategy (MongoDB 2.4 behaviour).
+ *   Capped collections (isCapped 1, mm_capped.c): capExtent is the extent
+ *   the ring allocates in; capFirstNewRecord is the first record allocated
+ *   in it on this pass, null when none yet, "invalid" (a = -2) during the
+ *   first pass over the extents; deletedList[0] holds every free record of
+ *   the collection (cappedListOfAllDeletedRecords), the other 25 are null.
+ *   In MongoDB 3.0 these two fields sat in the details' first bytes; here
+ *   they use the reserved area so the other offsets stay put.
  *
  * ---- Index buckets --------------------------------------------------------
  *   An index namespace ("test.c.$x_1") holds its B-tree buckets as ordinary
@@ -410,7 +418,9 @@ typedef struct mm_ns_slot {
     int64_t capped_max;
     int32_t pf_fits_count;
     int32_t pf_move_count;
-    uint8_t reserved[MM_NS_SLOT_SIZE - 472];
+    mm_loc cap_extent;
+    mm_loc cap_first_new;
+    uint8_t reserved[MM_NS_SLOT_SIZE - 488];
 } mm_ns_slot;
 
 _Static_assert(sizeof(mm_loc) == 8, "DiskLoc is 8 bytes");
@@ -422,6 +432,8 @@ _Static_assert(sizeof(mm_ns_header) == MM_NS_SLOT_SIZE, "ns header is one slot")
 _Static_assert(sizeof(mm_ns_slot) == MM_NS_SLOT_SIZE, "ns slot is 640 bytes");
 _Static_assert(offsetof(mm_ns_slot, datasize) == 360, "ns slot layout");
 _Static_assert(offsetof(mm_ns_slot, pf_move_count) == 468, "ns slot layout");
+_Static_assert(offsetof(mm_ns_slot, cap_extent) == 472, "ns slot layout");
+_Static_assert(offsetof(mm_ns_slot, cap_first_new) == 480, "ns slot layout");
 _Static_assert(offsetof(mm_extent, length) == 156, "extent layout");
 
 static inline mm_loc mm_loc_null(void)
@@ -435,6 +447,16 @@ static inline mm_loc mm_loc_make(int32_t a, int32_t ofs)
 static inline bool mm_loc_is_null(mm_loc l)
 {
     return l.a == -1;
+}
+/* DiskLoc().setInvalid(): capFirstNewRecord during a capped ring's first
+ * pass. */
+static inline mm_loc mm_loc_invalid(void)
+{
+    return (mm_loc){-2, 0};
+}
+static inline bool mm_loc_is_valid(mm_loc l)
+{
+    return l.a != -2;
 }
 static inline bool mm_loc_eq(mm_loc x, mm_loc y)
 {
@@ -483,6 +505,11 @@ typedef struct mm_engine {
     uint32_t nslots; /* hash slots 1 .. nslots of the .ns file */
     int64_t first_file_size, file_cap;
     bool debug_remap;
+    int32_t capped_extent_max; /* option debugCappedExtentSize: largest
+                                  extent a capped create allocates (0: as
+                                  3.0, the largest extent), so that tests
+                                  get rings of several extents as 3.0's
+                                  $nExtents gave them */
     int64_t nremaps;
     mm_txn *txn;     /* the active transaction, or NULL */
     int32_t meta_slot;
@@ -532,6 +559,11 @@ struct mm_cursor {
     int32_t slot;
     bool forward, started, eof;
     mm_loc next; /* the record the next call returns */
+    /* Forward cursors on a capped collection tail instead: they remember
+     * the last record returned and step from it on every call; its removal
+     * loses them (MD_ECAPPEDLOST). */
+    bool tail, lost;
+    mm_loc last; /* null before the first record */
     int64_t steps; /* records returned: bounds a walk of a damaged chain */
     mm_cursor *link_prev, *link_next;
 };
@@ -626,6 +658,10 @@ mm_deleted *mm_deleted_at(const mm_engine *e, mm_loc l);
 void mm_add_deleted(mm_engine *e, mm_txn *t, int32_t slot, mm_loc l);
 int mm_alloc_record(mm_engine *e, mm_txn *t, int32_t slot, int32_t len, mm_loc *out,
                     md_error *err);
+/* Fill the allocated record at l with data (len bytes; zeros when data is
+ * NULL), link it at the end of its extent's chain and count it. */
+int mm_record_place(mm_engine *e, mm_txn *t, int32_t slot, mm_loc l, const uint8_t *data,
+                    uint32_t len, md_error *err);
 /* Allocate alloc_len bytes, copy data (or zero len bytes when data is NULL),
  * link the record at the end of its extent's chain and count it. */
 int mm_record_insert(mm_engine *e, mm_txn *t, int32_t slot, const uint8_t *data,
@@ -758,6 +794,27 @@ void mm_rs_cursor_save(eng_rs_cursor *c);
 int mm_rs_cursor_restore(eng_rs_cursor *c);
 void mm_rs_cursor_close(eng_rs_cursor *c);
 mm_ns_slot *mm_rs_details(const mm_rs *rs); /* NULL if dropped */
+
+/* ---- mm_capped.c: capped collections (CappedRecordStoreV1) -------------- */
+/* Set up slot (just added) as a capped collection of `size` bytes and `max`
+ * documents: extents covering size allocated now, the ring at the first. */
+int mm_capped_create(mm_engine *e, mm_txn *t, int32_t slot, int64_t size, int64_t max,
+                     md_error *err);
+/* Insert into the ring, removing its oldest records (each announced to the
+ * handle's capped-delete hook through tx first) until the record fits. */
+int mm_capped_insert(mm_engine *e, mm_txn *t, eng_rs *rs, eng_txn *tx, int32_t slot,
+                     const uint8_t *data, uint32_t len, mm_loc *out, md_error *err);
+/* Free record l joins deletedList[0], merged with free neighbours. */
+void mm_capped_add_deleted(mm_engine *e, mm_txn *t, int32_t slot, mm_loc l);
+/* Record l is about to be unlinked: keep capFirstNewRecord on a record. */
+void mm_capped_removing(mm_engine *e, mm_txn *t, int32_t slot, mm_loc l);
+/* Ring order, oldest first: the successor (forward) or predecessor of cur,
+ * or the oldest / newest record when cur is null; *out null at the end. */
+int mm_capped_step(const mm_engine *e, int32_t slot, mm_loc cur, bool forward, mm_loc *out);
+/* emptycapped: every extent becomes one free record, the ring restarts. */
+int mm_capped_truncate(mm_engine *e, mm_txn *t, int32_t slot);
+/* validate: the ring's fields and a walk of it in ring order. */
+void mm_capped_verify(const mm_engine *e, int32_t slot, eng_validate *v, int64_t nrecords);
 
 /* ---- mm_verify.c / mm_compact.c ------------------------------------------ */
 /* Check namespace slot's structures; with_info appends the validate fields

@@ -11,6 +11,14 @@
  * engine's list, and removing a record first moves any cursor about to
  * return it to the record after it, which gives the contract's
  * save/restore semantics (a removed or moved record is skipped).
+ *
+ * Capped collections (mm_capped.c) are in ring order instead, oldest
+ * first.  Their forward cursors tail: they remember the last record they
+ * returned and step from it on each call, so records inserted after they
+ * reached the end come next; removing that record (the ring overwrote it)
+ * marks them lost, and they fail with MD_ECAPPEDLOST from then on, even if
+ * a new record now has the same RecordId.  (A transaction that removed it
+ * and then aborted loses them too.)
  */
 #include <stdlib.h>
 
@@ -93,6 +101,8 @@ static int extent_walk(const mm_engine *e, mm_loc el, bool forward, mm_loc *out)
 int mm_rec_step(const mm_engine *e, int32_t slot, mm_loc cur, bool forward, mm_loc *out)
 {
     const mm_ns_slot *d = mm_ns_at(e, slot);
+    if (d->is_capped)
+        return mm_capped_step(e, slot, cur, forward, out);
     if (mm_loc_is_null(cur))
         return extent_walk(e, forward ? d->first_extent : d->last_extent, forward, out);
     const mm_record *r = mm_record_at(e, cur);
@@ -168,6 +178,8 @@ int mm_do_update(mm_engine *e, mm_txn *t, int32_t slot, mm_loc l, const uint8_t 
     if (!r)
         return md_error_set(err, MD_NOTFOUND, MD_CODE_NO_SUCH_KEY,
                             "no record at %d:0x%x", l.a, l.ofs);
+    if (mm_ns_at(e, slot)->is_capped && r->len - MM_REC_HDR < (int32_t)len)
+        return md_error_set(err, MD_ENOTSUP, 10003, "objects in a capped ns cannot grow");
     if (r->len - MM_REC_HDR >= (int32_t)len) {
         mm_writing(t, r + 1, len);
         memmove(r + 1, data, len);
@@ -208,13 +220,15 @@ int mm_rs_create(eng_engine *eng, eng_txn *tx, const char *ident, const eng_rs_o
     if (alloc < ENG_ALLOC_POWEROF2 || alloc > ENG_ALLOC_PADDINGFACTOR)
         return md_error_set(err, MD_EINVAL, MD_CODE_BAD_VALUE, "unknown allocation strategy %d",
                             alloc);
-    if (o && o->capped)
-        return md_error_set(err, MD_ENOTSUP, MD_CODE_COMMAND_NOT_SUPPORTED,
-                            "capped collections are not supported by mmapv1 yet");
+    if (o && o->capped && o->capped_size <= 0)
+        return md_error_set(err, MD_EINVAL, MD_CODE_BAD_VALUE,
+                            "a capped collection needs a size > 0");
     int rc = mm_ns_add(e, t, ident, MM_KIND_COLL, &slot, err);
     if (rc)
         return rc;
     set_strategy(t, mm_ns_at(e, slot), alloc);
+    if (o && o->capped)
+        return mm_capped_create(e, t, slot, o->capped_size, o->capped_max, err);
     /* MongoDB's _userCreateNS: a first extent of Extent::initialSize(128) */
     return mm_ns_increase_storage(e, t, slot, mm_extent_initial_size(e, 128), err);
 }
@@ -263,10 +277,19 @@ int mm_rs_insert(eng_rs *rs_, eng_txn *tx, const uint8_t *data, uint32_t len, en
     mm_rs *rs = RS(rs_);
     mm_txn *t = mm_T(tx, rs->e);
     mm_loc l;
-    if (!mm_rs_details(rs))
+    mm_ns_slot *d = mm_rs_details(rs);
+    if (!d)
         return md_error_set(err, MD_NOTFOUND, MD_CODE_NAMESPACE_NOT_FOUND, "ns not found: %s",
                             rs->name);
-    int rc = mm_do_insert(rs->e, t, rs->slot, data, len, &l, err);
+    int rc;
+    if (!d->is_capped) {
+        rc = mm_do_insert(rs->e, t, rs->slot, data, len, &l, err);
+    } else if ((rc = check_doc(data, len, err)) == 0 &&
+               (rc = mm_capped_insert(rs->e, t, rs_, tx, rs->slot, data, len, &l, err)) == 0) {
+        d = mm_ns_at(rs->e, rs->slot);
+        mm_w64(t, &d->n_inserts, d->n_inserts + 1);
+        mm_w64(t, &d->bytes_written, d->bytes_written + len);
+    }
     if (rc == 0)
         *out = mm_loc_to_rid(l);
     return rc;
@@ -342,7 +365,8 @@ int mm_rs_remove(eng_rs *rs_, eng_txn *tx, eng_rid rid)
 }
 
 /* RecordStoreV1Base::truncate: free every extent but the first, which
- * becomes one big free record. */
+ * becomes one big free record.  A capped collection keeps its extents
+ * (emptyCappedCollection). */
 int mm_rs_truncate(eng_rs *rs_, eng_txn *tx)
 {
     mm_rs *rs = RS(rs_);
@@ -352,6 +376,8 @@ int mm_rs_truncate(eng_rs *rs_, eng_txn *tx)
     if (!d)
         return MD_NOTFOUND;
     mm_cursors_invalidate(e, rs->slot);
+    if (d->is_capped)
+        return mm_capped_truncate(e, t, rs->slot);
     if (mm_loc_is_null(d->first_extent))
         return 0;
     mm_loc first = d->first_extent;
@@ -479,6 +505,8 @@ int mm_rs_cursor_open(eng_rs *rs_, bool forward, eng_rs_cursor **out)
     c->slot = rs->slot;
     c->forward = forward;
     c->next = mm_loc_null();
+    c->tail = forward && mm_rs_details(rs)->is_capped;
+    c->last = mm_loc_null();
     pthread_mutex_lock(&rs->e->cursors_mu);
     c->link_next = rs->e->cursors;
     if (c->link_next)
@@ -489,12 +517,35 @@ int mm_rs_cursor_open(eng_rs *rs_, bool forward, eng_rs_cursor **out)
     return 0;
 }
 
+/* A tailing cursor: the record after the last one returned, every time. */
+static int tail_next(mm_cursor *c, eng_rid *rid, const uint8_t **data, uint32_t *len)
+{
+    mm_loc n;
+    if (c->lost)
+        return MD_ECAPPEDLOST;
+    if (mm_rec_step(c->e, c->slot, c->last, true, &n) != 0)
+        return MD_ECORRUPT;
+    if (mm_loc_is_null(n))
+        return MD_NOTFOUND;
+    const mm_record *r = mm_rs_locate(c->e, c->slot, n);
+    if (!r)
+        return MD_ECORRUPT;
+    c->started = true;
+    c->last = n;
+    *rid = mm_loc_to_rid(n);
+    *data = (const uint8_t *)(r + 1);
+    *len = (uint32_t)mm_le32(*data);
+    return 0;
+}
+
 int mm_rs_cursor_next(eng_rs_cursor *c_, eng_rid *rid, const uint8_t **data, uint32_t *len)
 {
     mm_cursor *c = CUR(c_);
     int rc;
     if (c->eof || !mm_rs_details((mm_rs *)c->base.rs))
         return MD_NOTFOUND;
+    if (c->tail)
+        return tail_next(c, rid, data, len);
     if (!c->started) {
         c->started = true;
         if ((rc = mm_rec_step(c->e, c->slot, mm_loc_null(), c->forward, &c->next)) != 0)
@@ -525,7 +576,9 @@ void mm_rs_cursor_save(eng_rs_cursor *c)
 int mm_rs_cursor_restore(eng_rs_cursor *c_)
 {
     mm_cursor *c = CUR(c_);
-    return mm_rs_details((mm_rs *)c->base.rs) ? 0 : MD_NOTFOUND;
+    if (!mm_rs_details((mm_rs *)c->base.rs))
+        return MD_NOTFOUND;
+    return c->tail && c->lost ? MD_ECAPPEDLOST : 0;
 }
 
 void mm_rs_cursor_close(eng_rs_cursor *c_)
@@ -548,7 +601,9 @@ void mm_cursors_removing(mm_engine *e, int32_t slot, mm_loc l)
 {
     pthread_mutex_lock(&e->cursors_mu);
     for (mm_cursor *c = e->cursors; c; c = c->link_next) {
-        if (c->slot != slot || !c->started || c->eof || !mm_loc_eq(c->next, l))
+        if (c->slot == slot && c->tail && mm_loc_eq(c->last, l))
+            c->lost = true;
+        if (c->slot != slot || c->tail || !c->started || c->eof || !mm_loc_eq(c->next, l))
             continue;
         if (mm_rec_step(e, slot, l, c->forward, &c->next) != 0)
             c->next = mm_loc_null();
@@ -559,8 +614,13 @@ void mm_cursors_removing(mm_engine *e, int32_t slot, mm_loc l)
 void mm_cursors_invalidate(mm_engine *e, int32_t slot)
 {
     pthread_mutex_lock(&e->cursors_mu);
-    for (mm_cursor *c = e->cursors; c; c = c->link_next)
-        if (c->slot == slot)
+    for (mm_cursor *c = e->cursors; c; c = c->link_next) {
+        if (c->slot != slot)
+            continue;
+        if (c->tail) /* truncate: its last record is gone */
+            c->lost |= !mm_loc_is_null(c->last);
+        else
             c->eof = true;
+    }
     pthread_mutex_unlock(&e->cursors_mu);
 }

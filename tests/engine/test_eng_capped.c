@@ -41,7 +41,7 @@ static eng_engine *E;
 static md_error ERR;
 
 /* The engines with capped record stores. */
-static const char *const CAPPED_ENGINES[] = {"ephemeralForTest", NULL};
+static const char *const CAPPED_ENGINES[] = {"ephemeralForTest", "mmapv1", NULL};
 
 static struct criterion_test_params engine_params(void)
 {
@@ -85,6 +85,8 @@ static void engine_open(void)
     BSON_APPEND_DOCUMENT_BEGIN(&opts, "mmapv1", &sub);
     BSON_APPEND_INT32(&sub, "firstFileSize", 262144);
     BSON_APPEND_INT32(&sub, "nsSize", 65536);
+    /* rings of several extents: a 16 KB ring has two */
+    BSON_APPEND_INT32(&sub, "debugCappedExtentSize", 8192);
     bson_append_document_end(&opts, &sub);
     md_error_clear(&ERR);
     int rc = eng_open(OPS, DIR_, "test", &opts, &E, &ERR);
@@ -181,6 +183,7 @@ typedef struct model {
     char why[160];
     eng_txn *txn;    /* the transaction of the insert in progress */
     eng_ss *ss;      /* if set: key "k%05d" of insertion k, removed here */
+    bool padded;     /* not capped: mmapv1 pads records */
 } model;
 
 static model M;
@@ -312,7 +315,12 @@ static void expect_ring(eng_rs *rs)
     struct eng_rs_stats s;
     rs_stat(rs, &s);
     EQ(s.count, M.n - M.removed);
-    EQ(s.data_size, bytes);
+    if (counts_doc_bytes())
+        EQ(s.data_size, bytes);
+    else /* mmapv1: netLength, documents rounded up to 4 bytes (more if padded) */
+        CHECK(s.data_size >= bytes && (M.padded || s.data_size <= bytes + 3 * s.count),
+              "data_size %lld for %lld bytes of %lld documents", (long long)s.data_size,
+              (long long)bytes, (long long)s.count);
 }
 
 static char *validate_errors(eng_validate *v)
@@ -759,6 +767,7 @@ CAPPED_TEST(ordinary_stores_are_not_capped)
     OK(eng_rs_open(E, "test.plain", &rs, &ERR));
     memset(&M, 0, sizeof M);
     M.fail_at = -1;
+    M.padded = true;
     eng_rs_set_capped_hook(rs, hook, &M);
     for (int i = 0; i < 300; i++)
         ins(rs, 100);
