@@ -412,6 +412,28 @@ int pt_slice_find_post(md_db *db, const bson_oid_t *post_id, bson_t *post, md_er
 extern const pt_pattern pt_pattern_slice_cache;
 
 /* ---- 5.11 Internationalization (i18n.c) ---------------------------------- */
+/* categories {_id, names: {"en-us": "car", ...}}; products {_id, name, cost,
+ * currency, categories: [a copy of each category document]}. */
+#define PT_I18N_CATEGORIES "categories"
+#define PT_I18N_PRODUCTS "products"
+/* products {"categories._id": 1}: the simulator's index (the book names
+ * none; erratum 3). */
+int pt_i18n_create_indexes(md_db *db, md_error *err);
+int pt_i18n_create_category(md_db *db, int32_t id, const bson_t *names, md_error *err);
+/* Insert a product caching the n category documents `categories`. */
+int pt_i18n_create_product(md_db *db, int32_t id, const char *name, int32_t cost,
+                           const char *currency, const bson_t *const *categories, int n,
+                           md_error *err);
+/* categories.update({_id}, {$set: {"names.<locale>": name}}), then
+ * products.update({"categories._id": id}, {$set: {"categories.$.names.<locale>":
+ * name}}, {multi: true}) (erratum 3 corrected: the category's own path, and
+ * the multi flag).  *products_modified (may be NULL): the products changed.
+ * MD_NOTFOUND: no such category; MD_EINVAL: a locale with '.' or '$'. */
+int pt_i18n_add_local(md_db *db, int32_t category_id, const char *locale, const char *name,
+                      int64_t *products_modified, md_error *err);
+/* The same two updates with $unset. */
+int pt_i18n_remove_local(md_db *db, int32_t category_id, const char *locale,
+                         int64_t *products_modified, md_error *err);
 extern const pt_pattern pt_pattern_i18n;
 
 #endif /* PATTERNS_H */

@@ -24,5 +24,6 @@ const pt_pattern *const pt_patterns[] = {
     /* 5.10 */
     &pt_pattern_slice_cache,
     /* 5.11 */
+    &pt_pattern_i18n,
     NULL,
 };
