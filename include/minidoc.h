@@ -261,6 +261,11 @@ int md_collection_create_index(md_collection *coll, const bson_t *keys, const bs
  * Find documents matching `filter` (opts: the find command's fields, e.g.
  * {limit: 5, batchSize: 10}).  Never returns NULL; errors surface through
  * md_cursor_error().  Caller owns the cursor.
+ *
+ * Tailable cursors (capped collections only), as libmongoc's: opts
+ * {tailable: true, awaitData: true, maxAwaitTimeMS: N}.  maxAwaitTimeMS is
+ * the cursor's, not the find's: it becomes each getMore's maxTimeMS, how
+ * long the server waits for a new document (default 1000 ms, 0: no wait).
  */
 md_cursor *md_collection_find_with_opts(md_collection *coll, const bson_t *filter,
                                         const bson_t *opts);
@@ -268,8 +273,25 @@ md_cursor *md_collection_find_with_opts(md_collection *coll, const bson_t *filte
 /*
  * Advance.  Returns true and sets *doc to a borrowed document, valid until
  * the next call or md_cursor_destroy(); false at the end or on error.
+ *
+ * On a tailable cursor, false also means "nothing new yet": each call asks
+ * the server at most once (with awaitData, a getMore that waits up to
+ * maxAwaitTimeMS for an insert), and when that brings nothing the cursor
+ * stays open; call again later.  md_cursor_more() tells the two apart:
+ *
+ *     while (md_cursor_more(cur)) {
+ *         while (md_cursor_next(cur, &doc))
+ *             use(doc);
+ *     }
+ *     if (md_cursor_error(cur, &err)) ...   (e.g. CappedPositionLost, 136)
+ *
+ * A tailable cursor over an empty collection is closed at once (id 0, as
+ * MongoDB 3.x does); so is one whose place the ring overwrote (an error).
  */
 bool md_cursor_next(md_cursor *cursor, const bson_t **doc);
+/* False once the cursor is exhausted, closed by the server or failed; true
+ * before the first md_cursor_next() and while a tailable cursor is open. */
+bool md_cursor_more(const md_cursor *cursor);
 /* True (and err filled, if not NULL) if the cursor failed. */
 bool md_cursor_error(const md_cursor *cursor, md_error *err);
 void md_cursor_destroy(md_cursor *cursor);

@@ -459,7 +459,9 @@ struct md_cursor {
     bson_iter_t it;       /* over its firstBatch/nextBatch array */
     bson_t current;       /* static view into batch */
     int64_t id, batch_size;
+    int64_t await_ms; /* maxAwaitTimeMS: an awaitData getMore's maxTimeMS, -1: none */
     bool started, done, failed;
+    bool tailable;
     md_error err;
 };
 
@@ -481,6 +483,10 @@ md_cursor *md_collection_find_with_opts(md_collection *coll, const bson_t *filte
         bson_init(&c->opts);
     if (bson_iter_init_find(&it, &c->opts, "batchSize"))
         q_iter_int64(&it, &c->batch_size);
+    c->tailable = bson_iter_init_find(&it, &c->opts, "tailable") && bson_iter_as_bool(&it);
+    c->await_ms = -1;
+    if (bson_iter_init_find(&it, &c->opts, "maxAwaitTimeMS") && !q_iter_int64(&it, &c->await_ms))
+        c->await_ms = -1;
     bson_init(&c->batch);
     return c;
 }
@@ -506,15 +512,18 @@ static bool fetch(md_cursor *c)
 {
     bson_t cmd = BSON_INITIALIZER;
     bool first = !c->started;
+    static const char *const cursor_only[] = {"maxAwaitTimeMS", NULL};
     if (first) {
         BSON_APPEND_UTF8(&cmd, "find", c->name);
         BSON_APPEND_DOCUMENT(&cmd, "filter", &c->filter);
-        append_opts(&cmd, &c->opts, NULL);
+        append_opts(&cmd, &c->opts, cursor_only);
     } else {
         BSON_APPEND_INT64(&cmd, "getMore", c->id);
         BSON_APPEND_UTF8(&cmd, "collection", c->name);
         if (c->batch_size > 0)
             BSON_APPEND_INT64(&cmd, "batchSize", c->batch_size);
+        if (c->await_ms >= 0)
+            BSON_APPEND_INT64(&cmd, "maxTimeMS", c->await_ms);
     }
     c->started = true;
     bson_destroy(&c->batch);
@@ -529,14 +538,20 @@ static bool fetch(md_cursor *c)
     return rc == 0;
 }
 
+/* A tailable cursor asks the server at most once per call: an empty batch
+ * (after awaitData's wait) returns false with the cursor still open. */
 bool md_cursor_next(md_cursor *c, const bson_t **doc)
 {
     const uint8_t *data;
     uint32_t len;
+    bool asked = false;
     *doc = NULL;
     while (!c->done) {
-        if (!c->started && !fetch(c))
-            return false;
+        if (!c->started) {
+            if (!fetch(c))
+                return false;
+            asked = true;
+        }
         if (bson_iter_next(&c->it)) {
             if (!BSON_ITER_HOLDS_DOCUMENT(&c->it))
                 continue;
@@ -550,10 +565,18 @@ bool md_cursor_next(md_cursor *c, const bson_t **doc)
             c->done = true;
             break;
         }
+        if (c->tailable && asked)
+            return false;
         if (!fetch(c))
             return false;
+        asked = true;
     }
     return false;
+}
+
+bool md_cursor_more(const md_cursor *c)
+{
+    return !c->done && !c->failed;
 }
 
 bool md_cursor_error(const md_cursor *c, md_error *err)

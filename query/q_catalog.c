@@ -188,9 +188,7 @@ int q_options_alloc(const bson_t *options, int *alloc, md_error *err)
         const char *k = bson_iter_key(&it);
         int rc = 0;
         if (strcmp(k, "capped") == 0) {
-            if (bson_iter_as_bool(&it))
-                return q_err(err, MD_ENOTSUP, MD_CODE_COMMAND_NOT_SUPPORTED,
-                             "capped collections are not supported yet");
+            /* q_options_capped reads it */
         } else if (strcmp(k, "noPadding") == 0) {
             if (bson_iter_as_bool(&it))
                 *alloc = ENG_ALLOC_NOPADDING;
@@ -214,6 +212,80 @@ int q_options_alloc(const bson_t *options, int *alloc, md_error *err)
             return rc;
     }
     return 0;
+}
+
+/*
+ * MongoDB 3.x's CollectionOptions::parse and userCreateNS: a size that is
+ * not a number is ignored (for backwards compatibility, as 3.x says); a
+ * negative one is BadValue; it is rounded up to a multiple of 256.  max
+ * counts only on a capped collection; <= 0 means no limit; 2^31 or more is
+ * BadValue.  capped without a numeric size is error 14832.  A size of 0
+ * becomes 4096, the default WiredTiger's capped record store takes.
+ */
+int q_options_capped(const bson_t *options, bool *capped, int64_t *size, int64_t *max,
+                     md_error *err)
+{
+    bson_iter_t it;
+    bool have_size = false;
+    *capped = false;
+    *size = 0;
+    *max = 0;
+    if (!options)
+        return 0;
+    if (bson_iter_init_find(&it, options, "capped"))
+        *capped = bson_iter_as_bool(&it);
+    bson_iter_init(&it, options);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        bool is_size = strcmp(k, "size") == 0, is_max = strcmp(k, "max") == 0;
+        if ((!is_size && !is_max) || !BSON_ITER_HOLDS_NUMBER(&it))
+            continue;
+        double d = bson_iter_as_double(&it);
+        int64_t v = d != d ? 0 : d >= 9.2e18 ? INT64_MAX : bson_iter_as_int64(&it);
+        if (is_size) {
+            if (v < 0)
+                return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE, "size has to be >= 0");
+            if (v > INT64_MAX - 0xff)
+                v = INT64_MAX - 0xff;
+            *size = (v + 0xff) & ~(int64_t)0xff;
+            have_size = true;
+        } else if (*capped) {
+            if (v <= 0 || v == INT64_MAX)
+                v = 0;
+            else if (v >= ((int64_t)1 << 31))
+                return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE,
+                             "max in a capped collection has to be < 2^31 or not set");
+            *max = v;
+        }
+    }
+    if (*capped && !have_size)
+        return q_err(err, MD_EINVAL, Q_CODE_CAPPED_NEEDS_SIZE,
+                     "specify size:<n> when capped is true");
+    if (*capped && *size == 0)
+        *size = 4096;
+    if (!*capped)
+        *size = *max = 0;
+    return 0;
+}
+
+/* The options a capped collection keeps: capped, the rounded size and max
+ * (when set) first, as CollectionOptions::toBSON writes them, then the rest
+ * as given. */
+static void options_normalize_capped(const bson_t *in, int64_t size, int64_t max, bson_t *out)
+{
+    bson_iter_t it;
+    bson_init(out);
+    BSON_APPEND_BOOL(out, "capped", true);
+    q_append_number(out, "size", size);
+    if (max > 0)
+        q_append_number(out, "max", max);
+    if (!in || !bson_iter_init(&it, in))
+        return;
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "capped") && strcmp(k, "size") && strcmp(k, "max"))
+            bson_append_iter(out, NULL, 0, &it);
+    }
 }
 
 /* ---- in-memory structures ---------------------------------------------------- */
@@ -281,9 +353,21 @@ static q_coll *coll_new(const char *name, const char *ns, const bson_t *options,
     else
         bson_init(&c->options);
     c->alloc = alloc;
+    (void)q_options_capped(&c->options, &c->capped, &c->capped_size, &c->capped_max, NULL);
     eng_rwlock_init(&c->lock);
     pthread_mutex_init(&c->plan_mu, NULL);
+    pthread_mutex_init(&c->cap_write_mu, NULL);
     return c;
+}
+
+/* Open c's record store; a capped one tells c (q_capped_hook) before the
+ * ring removes a record. */
+static int coll_open_rs(md_db *db, q_coll *c, md_error *err)
+{
+    int rc = eng_rs_open(db->eng, c->ns, &c->rs, err);
+    if (!rc && c->capped)
+        eng_rs_set_capped_hook(c->rs, q_capped_hook, c);
+    return rc;
 }
 
 static void coll_free(q_coll *c)
@@ -298,6 +382,7 @@ static void coll_free(q_coll *c)
     bson_destroy(&c->options);
     pthread_rwlock_destroy(&c->lock);
     pthread_mutex_destroy(&c->plan_mu);
+    pthread_mutex_destroy(&c->cap_write_mu);
     free(c);
 }
 
@@ -461,7 +546,7 @@ static int load_one(void *ctx, const char *key, const bson_t *value)
     q_options_alloc(&options, &alloc, NULL);
     q_coll *c = coll_new(key + dl + 1, key, &options, alloc);
     bson_destroy(&options);
-    int rc = eng_rs_open(db->eng, key, &c->rs, lc->err);
+    int rc = coll_open_rs(db, c, lc->err);
     if (rc) {
         q_err_engine(lc->err, rc, "opening a collection");
     } else if (!bson_iter_init_find(&it, value, "indexes") || !BSON_ITER_HOLDS_ARRAY(&it)) {
@@ -517,7 +602,11 @@ static q_index *id_index_new(const char *ns)
 static int create_storage(md_db *db, q_coll *c, bool durable, md_error *err)
 {
     eng_txn *t = NULL;
-    eng_rs_options o = {.alloc = c->alloc, .block_compressor = options_compressor(&c->options)};
+    eng_rs_options o = {.alloc = c->alloc,
+                        .capped = c->capped,
+                        .capped_size = c->capped_size,
+                        .capped_max = c->capped_max,
+                        .block_compressor = options_compressor(&c->options)};
     int rc = eng_txn_begin(db->eng, &t);
     if (rc)
         return q_err_engine(err, rc, "starting a transaction");
@@ -547,14 +636,22 @@ int q_coll_create(md_db *db, const char *name, const bson_t *options, q_coll **o
     if (q_coll_find(db, name))
         return q_err(err, MD_EEXISTS, MD_CODE_NAMESPACE_EXISTS,
                      "a collection '%s' already exists", ns);
-    if ((rc = q_options_alloc(options, &alloc, err)) != 0)
+    bool capped;
+    int64_t size, max;
+    if ((rc = q_options_alloc(options, &alloc, err)) != 0 ||
+        (rc = q_options_capped(options, &capped, &size, &max, err)) != 0)
         return rc;
     if ((rc = q_write_allowed(db, err)) != 0)
         return rc;
-    q_coll *c = coll_new(name, ns, options, alloc);
+    bson_t norm;
+    if (capped)
+        options_normalize_capped(options, size, max, &norm);
+    q_coll *c = coll_new(name, ns, capped ? &norm : options, alloc);
+    if (capped)
+        bson_destroy(&norm);
     coll_add_index(c, id_index_new(ns));
     rc = create_storage(db, c, false, err);
-    if (!rc && (rc = eng_rs_open(db->eng, c->ns, &c->rs, err)) != 0)
+    if (!rc && (rc = coll_open_rs(db, c, err)) != 0)
         q_err_engine(err, rc, "opening the new collection");
     if (!rc && (rc = eng_ss_open(db->eng, c->idx[0]->ident, &c->idx[0]->ss, err)) != 0)
         q_err_engine(err, rc, "opening the new _id index");
@@ -584,7 +681,7 @@ int q_coll_get_or_create(md_db *db, const char *name, bool *created, q_coll **ou
 
 static int reopen_handles(md_db *db, q_coll *c, md_error *err)
 {
-    int rc = c->rs ? 0 : eng_rs_open(db->eng, c->ns, &c->rs, err);
+    int rc = c->rs ? 0 : coll_open_rs(db, c, err);
     for (size_t i = 0; !rc && i < c->nidx; i++)
         if (!c->idx[i]->ss)
             rc = eng_ss_open(db->eng, c->idx[i]->ident, &c->idx[i]->ss, err);
@@ -695,4 +792,107 @@ int q_index_doc_keys(const q_index *ix, const bson_t *doc, q_keyset *out, md_err
     if (ix->hashed)
         return hashed_keys(ix, doc, out, err);
     return q_index_keys(&ix->key, doc, ix->sparse, out, err);
+}
+
+/* ---- capped conversions ------------------------------------------------------------- */
+
+/* Copies of every document of c, in natural order (insertion order). */
+static int collect_docs(md_db *db, q_coll *c, bson_t ***out, size_t *n, md_error *err)
+{
+    eng_rs_cursor *rc_ = NULL;
+    eng_rid rid;
+    const uint8_t *data;
+    uint32_t len;
+    size_t cap = 0;
+    *out = NULL;
+    *n = 0;
+    int rc = eng_rs_cursor_open(c->rs, true, &rc_);
+    if (rc)
+        return q_err_engine(err, rc, "opening a collection cursor");
+    while ((rc = eng_rs_cursor_next(rc_, &rid, &data, &len)) == 0) {
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 64;
+            bson_t **v = realloc(*out, cap * sizeof *v);
+            assert(v);
+            *out = v;
+        }
+        bson_t *d = bson_new_from_data(data, len);
+        if (!d) {
+            rc = ENG_CORRUPT(err, "record %lld of %s is not a BSON document", (long long)rid,
+                             c->ns);
+            break;
+        }
+        (*out)[(*n)++] = d;
+    }
+    eng_rs_cursor_close(rc_);
+    if (rc == MD_NOTFOUND)
+        return 0;
+    for (size_t i = 0; i < *n; i++)
+        bson_destroy((*out)[i]);
+    free(*out);
+    *out = NULL;
+    *n = 0;
+    return rc == MD_ECORRUPT ? rc : q_read_error(rc, err);
+}
+
+/*
+ * convertToCapped as MongoDB 3.x: the documents are copied in natural order
+ * into a new capped collection of the same name (the ring keeps the newest
+ * when they do not fit), with its _id index; other indexes are not carried
+ * over.  3.x copies into a temporary collection and renames it; minidoc has
+ * no rename, so it keeps the copies in memory, drops the old collection and
+ * creates the new one: not atomic across a crash (neither is 3.x's).
+ */
+int q_coll_convert_capped(md_db *db, q_coll *c, int64_t size, q_coll **out, md_error *err)
+{
+    bson_t **docs = NULL, opts = BSON_INITIALIZER;
+    size_t n = 0;
+    char name[ENG_IDENT_MAX];
+    bool capped;
+    int64_t sz, max;
+    q_coll *nc = NULL;
+    snprintf(name, sizeof name, "%s", c->name);
+    BSON_APPEND_BOOL(&opts, "capped", true);
+    BSON_APPEND_INT64(&opts, "size", size);
+    int rc = q_options_capped(&opts, &capped, &sz, &max, err);
+    if (!rc)
+        rc = q_write_allowed(db, err);
+    if (!rc)
+        rc = collect_docs(db, c, &docs, &n, err);
+    if (!rc)
+        rc = q_coll_drop(db, c, err);
+    if (!rc)
+        rc = q_coll_create(db, name, &opts, &nc, err);
+    for (size_t i = 0; !rc && i < n; i++)
+        rc = q_write_insert(db, nc, docs[i], false, NULL, err);
+    for (size_t i = 0; i < n; i++)
+        bson_destroy(docs[i]);
+    free(docs);
+    bson_destroy(&opts);
+    if (out)
+        *out = rc ? NULL : nc;
+    return rc;
+}
+
+int q_coll_empty(md_db *db, q_coll *c, md_error *err)
+{
+    eng_txn *t = NULL;
+    int rc = q_write_allowed(db, err);
+    if (rc)
+        return rc;
+    q_cursor_kill_coll(db, c);
+    if ((rc = eng_txn_begin(db->eng, &t)) != 0)
+        return q_err_engine(err, rc, "starting a transaction");
+    rc = eng_rs_truncate(c->rs, t);
+    for (size_t i = 0; !rc && i < c->nidx; i++)
+        rc = eng_ss_truncate(c->idx[i]->ss, t);
+    if (rc) {
+        eng_txn_abort(t);
+        q_err_engine(err, rc, "emptying a capped collection");
+        return q_write_failed(db, rc, err);
+    }
+    if ((rc = eng_txn_commit(t, false, err)) != 0)
+        return q_write_failed(db, q_err_engine(err, rc, "committing"), err);
+    q_plan_cache_clear(c);
+    return 0;
 }

@@ -31,6 +31,10 @@ static void fix_code_name(md_error *err)
         snprintf(err->code_name, sizeof err->code_name, "Unauthorized");
     else if (err->code == Q_CODE_INVALID_LENGTH)
         snprintf(err->code_name, sizeof err->code_name, "InvalidLength");
+    else if (err->code == Q_CODE_QUERY_PLAN_KILLED)
+        snprintf(err->code_name, sizeof err->code_name, "QueryPlanKilled");
+    else if (err->code == Q_CODE_CAPPED_CANNOT_GROW)
+        snprintf(err->code_name, sizeof err->code_name, "CannotGrowDocumentInCappedNamespace");
     else
         snprintf(err->code_name, sizeof err->code_name, "Location%d", err->code);
 }
@@ -346,6 +350,8 @@ static const struct {
     {"distinct", q_cmd_distinct, R},
     {"create", q_cmd_create, X},
     {"drop", q_cmd_drop, X},
+    {"convertToCapped", q_cmd_convert_to_capped, X},
+    {"emptycapped", q_cmd_empty_capped, X},
     {"dropDatabase", q_cmd_drop_database, X},
     {"listCollections", q_cmd_list_collections, R},
     {"collMod", q_cmd_coll_mod, X},

@@ -1,11 +1,15 @@
 /*
  * q_cmd_admin.c -- catalog commands: create, drop, dropDatabase,
- * listCollections, collMod, createIndexes, dropIndexes, listIndexes.
+ * listCollections, collMod, createIndexes, dropIndexes, listIndexes,
+ * convertToCapped, emptycapped.
  *
  * Each catalog change runs in one engine transaction together with the
  * storage it describes; an index build over existing documents is part of
  * that transaction too, so a unique build that meets a duplicate aborts and
  * leaves neither the index nor its catalog entry behind.
+ *
+ * Capped collections: create {capped: true, size, max} (checked by
+ * q_catalog.c's q_options_capped), convertToCapped {size}, emptycapped.
  *
  * Allocation strategy options (mmapv1; other engines store and ignore them):
  *   create {noPadding: true}                       exact fit
@@ -71,6 +75,51 @@ int q_cmd_drop_database(md_db *db, const bson_t *cmd, bson_t *reply, md_error *e
     if (!rc)
         BSON_APPEND_UTF8(reply, "dropped", db->name);
     return rc;
+}
+
+/* ---- convertToCapped / emptycapped ------------------------------------------------------ */
+
+/* {convertToCapped: "c", size: N}: see q_coll_convert_capped.  A missing or
+ * zero size is 3.x's "invalid command spec" (errmsg only there; BadValue
+ * here). */
+int q_cmd_convert_to_capped(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err)
+{
+    const char *name;
+    char ns[ENG_IDENT_MAX];
+    bson_iter_t it;
+    int rc = q_cmd_coll_name(db, cmd, false, &name, ns, err);
+    if (rc)
+        return rc;
+    double size = bson_iter_init_find(&it, cmd, "size") && BSON_ITER_HOLDS_NUMBER(&it)
+                      ? bson_iter_as_double(&it)
+                      : 0;
+    if (size == 0 || size != size)
+        return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE, "invalid command spec");
+    if (size < 0)
+        return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE, "size has to be >= 0");
+    q_coll *c = q_coll_find(db, name);
+    if (!c)
+        return q_err(err, MD_NOTFOUND, MD_CODE_NAMESPACE_NOT_FOUND,
+                     "source collection %s does not exist", ns);
+    return q_coll_convert_capped(db, c, size > 9e18 ? INT64_MAX / 2 : (int64_t)size, NULL,
+                                 err);
+}
+
+/* {emptycapped: "c"}: every document and index entry removed. */
+int q_cmd_empty_capped(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err)
+{
+    const char *name;
+    char ns[ENG_IDENT_MAX];
+    int rc = q_cmd_coll_name(db, cmd, false, &name, ns, err);
+    if (rc)
+        return rc;
+    q_coll *c = q_coll_find(db, name);
+    if (!c)
+        return q_err(err, MD_NOTFOUND, MD_CODE_NAMESPACE_NOT_FOUND, "no such collection");
+    if (!c->capped)
+        return q_err(err, MD_EINVAL, MD_CODE_ILLEGAL_OPERATION,
+                     "Cannot truncate a non-capped collection");
+    return q_coll_empty(db, c, err);
 }
 
 /* ---- listCollections ------------------------------------------------------------------ */

@@ -512,6 +512,8 @@ static int delete_stmt(md_db *db, const cmd_common *cc, const bson_t *q, int64_t
     size_t nr = 0;
     q_coll *c = q_coll_find(db, cc->name);
     int rc = q_matcher_new(q, &m, err);
+    if (!rc && c && c->capped)
+        rc = q_capped_refuse_delete(c, err);
     if (rc || !c)
         goto out;
     q_coll_lock(db, c, true);
@@ -729,6 +731,8 @@ static int fam_run(md_db *db, const char *name, const fam_args *a, const q_match
     q_coll *c = q_coll_find(db, name);
     bool found = false;
     int rc = 0;
+    if (c && c->capped && a->remove)
+        return q_capped_refuse_delete(c, err);
     if (c) {
         q_coll_lock(db, c, true);
         rc = fam_existing(db, c, a, m, u, proj, &found, reply, err);

@@ -2,9 +2,10 @@
  * q_cmd_find.c -- the read commands: find, getMore, killCursors and count,
  * parsed as MongoDB 3.6's QueryRequest / GetMoreRequest / CountRequest do.
  *
- *   {find: "c", filter, projection, sort, skip, limit, batchSize, singleBatch}
+ *   {find: "c", filter, projection, sort, skip, limit, batchSize, singleBatch,
+ *    tailable, awaitData}
  *       -> {cursor: {firstBatch: [...], id: NumberLong, ns: "test.c"}, ok: 1}
- *   {getMore: NumberLong(id), collection: "c", batchSize}
+ *   {getMore: NumberLong(id), collection: "c", batchSize, maxTimeMS}
  *       -> {cursor: {nextBatch: [...], id, ns}, ok: 1}
  *   {killCursors: "c", cursors: [ids]}
  *       -> {cursorsKilled, cursorsNotFound, cursorsAlive, cursorsUnknown, ok}
@@ -67,8 +68,7 @@ static bool find_ignored(const char *k)
 static bool find_unsupported(const char *k)
 {
     static const char *const names[] = {"returnKey", "showRecordId", "min", "max",
-                                        "collation", "tailable", "awaitData", "oplogReplay",
-                                        NULL};
+                                        "collation", "oplogReplay", NULL};
     for (size_t i = 0; names[i]; i++)
         if (strcmp(k, names[i]) == 0)
             return true;
@@ -100,10 +100,14 @@ static int find_field(bson_iter_t *it, q_find_cmd *p, q_find_args *a, md_error *
         return get_count(it, "Limit", &a->limit, err);
     if (strcmp(k, "batchSize") == 0)
         return get_count(it, "BatchSize", &a->batch_size, err);
-    if (strcmp(k, "singleBatch") == 0 || strcmp(k, "noCursorTimeout") == 0) {
+    if (strcmp(k, "singleBatch") == 0 || strcmp(k, "noCursorTimeout") == 0 ||
+        strcmp(k, "tailable") == 0 || strcmp(k, "awaitData") == 0) {
         if (!BSON_ITER_HOLDS_BOOL(it))
             return field_type_error(it, "bool", err);
-        *(k[0] == 's' ? &a->single_batch : &a->no_timeout) = bson_iter_bool(it);
+        *(k[0] == 's' ? &a->single_batch
+          : k[0] == 'n' ? &a->no_timeout
+          : k[0] == 't' ? &a->tailable
+                        : &a->await_data) = bson_iter_bool(it);
         return 0;
     }
     if (find_unsupported(k))
@@ -123,6 +127,30 @@ static bool empty_doc(const bson_iter_t *it)
     return len <= 5;
 }
 
+/* QueryRequest::validate's tailable rules (3.6 wording).  A {$natural: 1}
+ * sort is the order a tailable cursor has anyway, and is dropped. */
+static int tailable_check(q_find_cmd *p, md_error *err)
+{
+    bson_iter_t it;
+    if (p->a.await_data && !p->a.tailable)
+        return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE, "Cannot set awaitData without tailable");
+    if (!p->a.tailable)
+        return 0;
+    if (p->has_sort && !bson_empty(&p->sort)) {
+        bool natural = bson_count_keys(&p->sort) == 1 && bson_iter_init(&it, &p->sort) &&
+                       bson_iter_next(&it) && strcmp(bson_iter_key(&it), "$natural") == 0 &&
+                       BSON_ITER_HOLDS_NUMBER(&it) && bson_iter_as_double(&it) == 1;
+        if (!natural)
+            return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE,
+                         "cannot use tailable option with a sort other than {$natural: 1}");
+        p->has_sort = false;
+    }
+    if (p->a.single_batch)
+        return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE,
+                     "cannot use tailable option with the 'singleBatch' option");
+    return 0;
+}
+
 int q_find_parse(md_db *db, const bson_t *cmd, q_find_cmd *p, md_error *err)
 {
     bson_iter_t it;
@@ -133,6 +161,8 @@ int q_find_parse(md_db *db, const bson_t *cmd, q_find_cmd *p, md_error *err)
     bson_iter_next(&it);
     while (!rc && bson_iter_next(&it))
         rc = find_field(&it, p, &p->a, err);
+    if (!rc)
+        rc = tailable_check(p, err);
     p->a.filter = p->has_filter ? &p->filter : NULL;
     p->a.projection = p->has_projection ? &p->projection : NULL;
     p->a.sort = p->has_sort ? &p->sort : NULL;
@@ -164,7 +194,7 @@ int q_cmd_find(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err)
 int q_cmd_get_more(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err)
 {
     bson_iter_t it;
-    int64_t id = 0, batch = 0;
+    int64_t id = 0, batch = 0, max_time = -1;
     const char *coll = NULL;
     char ns[ENG_IDENT_MAX];
     bson_iter_init(&it, cmd);
@@ -184,6 +214,14 @@ int q_cmd_get_more(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err)
             if (!BSON_ITER_HOLDS_NUMBER(&it) || !q_iter_int64(&it, &batch) || batch <= 0)
                 return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE,
                              "Batch size for getMore must be positive");
+        } else if (strcmp(k, "maxTimeMS") == 0) {
+            /* an awaitData cursor's wait (q_cursor.c); 0 is no wait here */
+            if (!BSON_ITER_HOLDS_NUMBER(&it))
+                return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE, "maxTimeMS must be a number");
+            double d = bson_iter_as_double(&it);
+            if (d < 0 || d > INT32_MAX || d != d)
+                return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE, "maxTimeMS out of range");
+            max_time = (int64_t)d;
         } else if (strcmp(k, "term") && strcmp(k, "lastKnownCommittedOpTime") &&
                    !q_is_generic_arg(k)) {
             return q_err(err, MD_EINVAL, MD_CODE_FAILED_TO_PARSE,
@@ -194,7 +232,7 @@ int q_cmd_get_more(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err)
         return q_err(err, MD_EINVAL, MD_CODE_FAILED_TO_PARSE,
                      "Field 'collection' must be specified");
     int rc = q_ns_make(db, coll, ns, err);
-    return rc ? rc : q_cursor_get_more(db, id, ns, batch, reply, err);
+    return rc ? rc : q_cursor_get_more(db, id, ns, batch, max_time, reply, err);
 }
 
 /* ---- killCursors ------------------------------------------------------------------- */

@@ -58,7 +58,14 @@ static void coll_stats_reply(md_db *db, q_coll *c, int64_t scale, bson_t *reply)
     q_append_number(reply, "count", st.count);
     q_append_number(reply, "avgObjSize", st.count ? st.data_size / st.count : 0);
     q_append_number(reply, "storageSize", st.storage_size / scale);
-    BSON_APPEND_BOOL(reply, "capped", false);
+    BSON_APPEND_BOOL(reply, "capped", c->capped);
+    if (c->capped) {
+        /* unlimited: 3.x's mmapv1 says 2^31-1, WiredTiger -1 */
+        int64_t max = c->capped_max > 0 ? c->capped_max
+                      : strcmp(db->ops->name, "mmapv1") == 0 ? INT32_MAX : -1;
+        q_append_number(reply, "max", max);
+        q_append_number(reply, "maxSize", c->capped_size / scale);
+    }
     append_engine_stats(db, c, &st, reply);
     q_append_number(reply, "nindexes", (int64_t)c->nidx);
     bson_init(&sizes);
@@ -426,6 +433,10 @@ int q_cmd_compact(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err)
     q_coll *c = q_coll_find(db, name);
     if (!c)
         return q_err(err, MD_NOTFOUND, MD_CODE_NAMESPACE_NOT_FOUND, "collection does not exist");
+    /* 3.x answers with errmsg only; the code here is minidoc's choice */
+    if (c->capped)
+        return q_err(err, MD_ENOTSUP, MD_CODE_COMMAND_NOT_SUPPORTED,
+                     "cannot compact a capped collection");
     if ((rc = q_write_allowed(db, err)) != 0)
         return rc;
     q_cursor_kill_coll(db, c);

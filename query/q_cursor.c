@@ -15,10 +15,31 @@
  * descending one.  Cursors idle for longer than cursorTimeoutMillis (10
  * minutes by default, setParameter or the open option) are killed by the
  * next command (q_cursor_reap), unless opened with noCursorTimeout.
+ *
+ * Tailable cursors (find {tailable: true}, capped collections only) scan
+ * the collection forward in insertion order and stay open at its end: the
+ * engine cursor rests after the last record (eng.h, "Tailing"), and each
+ * getMore asks it again for what was inserted since.  As MongoDB 3.x
+ * (SERVER-13955), a tailable find on an empty collection answers id 0.
+ * With awaitData, a getMore that finds nothing waits for an insert:
+ *
+ *   getMore -> nothing new -> link the cursor back, marked waiting
+ *           -> release the collection and database locks
+ *           -> sleep on db->cap_cv until c->cap_inserts moves, the cursor
+ *              is killed, or maxTimeMS (default 1000) passes
+ *           -> retake the locks, unlink, look again (repeat while time is left)
+ *
+ * A waiting cursor is in the registry but pinned: getMore and the reaper
+ * pass it by; a drop (exclusive lock, nobody else running) releases its
+ * scan and marks it killed; killCursors marks it killed and the waiter
+ * frees it.  When the ring overwrites the record a cursor rests on, the
+ * next getMore fails with CappedPositionLost (136) and the cursor dies.
  */
 #include <assert.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "q_int.h"
 #include "q_path.h"
@@ -194,21 +215,38 @@ typedef struct q_cursor {
     int fail;        /* a read failed (engine error, damaged BSON): so does the batch */
     int64_t used_ms; /* last find/getMore, for the idle timeout */
     bool no_timeout;
+    bool tailable, await_data;
+    /* awaitData (see the top): waiting and killed change under db->cur_mu,
+     * killed also under db->cap_mu; released: a drop closed the scan */
+    bool waiting, killed, released;
     struct q_cursor *next;
 } q_cursor;
+
+/* Everything but the struct itself (a killed waiting cursor's waiter frees that). */
+static void cursor_release(q_cursor *cur)
+{
+    if (cur->released)
+        return;
+    cur->released = true;
+    if (cur->has_scan)
+        q_scan_close(&cur->scan);
+    cur->has_scan = false;
+    for (size_t i = 0; i < cur->ndocs; i++)
+        bson_destroy(cur->docs[i]);
+    free(cur->docs);
+    cur->docs = NULL;
+    cur->ndocs = 0;
+    q_matcher_destroy(cur->m);
+    cur->m = NULL;
+    q_proj_cleanup(&cur->proj);
+    bson_destroy(&cur->filter);
+}
 
 static void cursor_free(q_cursor *cur)
 {
     if (!cur)
         return;
-    if (cur->has_scan)
-        q_scan_close(&cur->scan);
-    for (size_t i = 0; i < cur->ndocs; i++)
-        bson_destroy(cur->docs[i]);
-    free(cur->docs);
-    q_matcher_destroy(cur->m);
-    q_proj_cleanup(&cur->proj);
-    bson_destroy(&cur->filter);
+    cursor_release(cur);
     free(cur);
 }
 
@@ -331,7 +369,7 @@ static q_cursor *cursor_unlink(md_db *db, int64_t id)
     q_cursor *cur = NULL;
     pthread_mutex_lock(&db->cur_mu);
     for (q_cursor **p = &db->cursors; *p; p = &(*p)->next)
-        if ((*p)->id == id) {
+        if ((*p)->id == id && !(*p)->waiting) {
             cur = *p;
             *p = cur->next;
             break;
@@ -348,6 +386,20 @@ static void cursor_free_locked(md_db *db, q_cursor *cur)
     q_coll_lock(db, c, false);
     cursor_free(cur);
     q_coll_unlock(db, c);
+}
+
+/* A tailable cursor at the end of its collection stays open, unless its
+ * limit is reached or the collection is empty (SERVER-13955); then the
+ * reply's id is set to 0.  True: it dies. */
+static bool tail_dead(q_cursor *cur, bson_t *reply)
+{
+    eng_rs_stats st;
+    q_coll_stats(cur->c, &st);
+    bool dead = (cur->limit && cur->returned >= cur->limit) || st.count == 0 || cur->fail;
+    bson_iter_t it;
+    if (!dead && bson_iter_init(&it, reply) && bson_iter_find_descendant(&it, "cursor.id", &it))
+        bson_iter_overwrite_int64(&it, cur->id);
+    return dead;
 }
 
 /* Run the scan to the end into cur->docs and sort them. */
@@ -376,6 +428,24 @@ static int materialize_sorted(q_cursor *cur, const bson_t *sort, md_error *err)
     return 0;
 }
 
+/* A tailable cursor scans the collection forward, whatever the indexes
+ * (MongoDB's planner gives tailable queries a collection scan only). */
+static int tail_start(q_cursor *cur, md_error *err)
+{
+    q_plan p;
+    if (!cur->c->capped)
+        return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE,
+                     "error processing query: ns=%s tailable cursor requested on non capped "
+                     "collection",
+                     cur->ns);
+    memset(&p, 0, sizeof p);
+    p.dir = 1;
+    p.sort_provided = true;
+    int rc = q_scan_open_plan(&cur->scan, cur->db, cur->c, cur->m, &p, err);
+    cur->has_scan = true;
+    return rc;
+}
+
 static int cursor_start(q_cursor *cur, const q_find_args *a, md_error *err)
 {
     const bson_t *doc;
@@ -392,6 +462,8 @@ static int cursor_start(q_cursor *cur, const q_find_args *a, md_error *err)
     cur->proj.m = cur->m;
     if (rc || !cur->c)
         return rc;
+    if (a->tailable)
+        return tail_start(cur, err);
     q_scan_opts so = {.sort = a->sort, .hint = a->hint, .proj = a->projection};
     rc = q_scan_open_opts(&cur->scan, cur->db, cur->c, &cur->filter, cur->m, &so, err);
     cur->has_scan = true;
@@ -430,6 +502,10 @@ int q_cursor_find(md_db *db, q_coll *c, const char *ns, const q_find_args *a, bs
                 &exhausted);
     cur->used_ms = q_now_ms();
     cur->no_timeout = a->no_timeout;
+    cur->tailable = a->tailable;
+    cur->await_data = a->await_data;
+    if (cur->tailable && c && exhausted)
+        exhausted = tail_dead(cur, reply);
     if (exhausted || a->single_batch || !c || cur->fail) {
         rc = cur->fail ? q_read_error(cur->fail, err) : 0;
         q_coll_unlock(db, c);
@@ -443,10 +519,153 @@ int q_cursor_find(md_db *db, q_coll *c, const char *ns, const q_find_args *a, bs
     return 0;
 }
 
-int q_cursor_get_more(md_db *db, int64_t id, const char *ns, int64_t batch_size,
-                      bson_t *reply, md_error *err)
+/* The record a capped scan rested on is gone: MongoDB's words. */
+static int capped_lost_error(q_cursor *cur, md_error *err)
 {
-    bool exhausted;
+    return q_err(err, MD_ECAPPEDLOST, MD_CODE_CAPPED_POSITION_LOST,
+                 "CollectionScan died due to failure to restore tailable cursor position. "
+                 "Last seen record id: RecordId(%lld)",
+                 (long long)cur->scan.last);
+}
+
+static int batch_error(q_cursor *cur, md_error *err)
+{
+    if (cur->fail == MD_ECAPPEDLOST)
+        return capped_lost_error(cur, err);
+    return cur->fail ? q_read_error(cur->fail, err) : 0;
+}
+
+/* Restore the saved scan (under the collection lock); a tailable one asks
+ * the engine again past its end. */
+static void cursor_restore(q_cursor *cur)
+{
+    if (!cur->has_scan)
+        return;
+    int rc = q_scan_restore(&cur->scan);
+    if (rc == MD_ECAPPEDLOST)
+        cur->fail = cur->scan.fail = rc;
+    else if (rc)
+        cur->scan.eof = true;
+    else if (cur->tailable && !cur->scan.fail)
+        cur->scan.eof = false;
+}
+
+static struct timespec mono_deadline(int64_t ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    return ts;
+}
+
+static bool mono_passed(const struct timespec *d)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return now.tv_sec > d->tv_sec || (now.tv_sec == d->tv_sec && now.tv_nsec >= d->tv_nsec);
+}
+
+static uint64_t inserts_seen(md_db *db, q_coll *c)
+{
+    pthread_mutex_lock(&db->cap_mu);
+    uint64_t n = c->cap_inserts;
+    pthread_mutex_unlock(&db->cap_mu);
+    return n;
+}
+
+/*
+ * awaitData: with no lock held, wait until an insert into the cursor's
+ * collection commits after `seen`, the deadline passes or the cursor is
+ * killed.  Called holding the collection lock and the database lock
+ * (shared, as getMore takes it), scan saved; returns holding both again,
+ * the scan restored.  False: the cursor was killed meanwhile (by a drop,
+ * which released it, or by killCursors) and no collection lock is held.
+ */
+static bool await_insert(md_db *db, q_cursor *cur, uint64_t seen, const struct timespec *dl)
+{
+    q_coll *c = cur->c;
+    q_coll_unlock(db, c);
+    pthread_mutex_lock(&db->cur_mu);
+    cur->waiting = true;
+    cur->next = db->cursors;
+    db->cursors = cur;
+    pthread_mutex_unlock(&db->cur_mu);
+    q_db_unlock(db);
+
+    pthread_mutex_lock(&db->cap_mu);
+    db->cap_waiters++;
+    /* killed is tested first: once it is set, c may be gone */
+    while (!cur->killed && c->cap_inserts == seen)
+        if (pthread_cond_timedwait(&db->cap_cv, &db->cap_mu, dl) == ETIMEDOUT)
+            break;
+    db->cap_waiters--;
+    pthread_mutex_unlock(&db->cap_mu);
+
+    q_db_lock(db, Q_MODE_IS);
+    pthread_mutex_lock(&db->cur_mu);
+    bool killed = cur->killed;
+    if (!killed)
+        for (q_cursor **p = &db->cursors; *p; p = &(*p)->next)
+            if (*p == cur) {
+                *p = cur->next;
+                break;
+            }
+    cur->waiting = false;
+    pthread_mutex_unlock(&db->cur_mu);
+    if (killed)
+        return false;
+    q_coll_lock(db, c, false);
+    cursor_restore(cur);
+    return true;
+}
+
+/* One batch into reply; an awaitData cursor with nothing to return waits
+ * (await_insert) and looks again until its time runs out.  *gone: the
+ * cursor was killed while it waited (no collection lock is held then). */
+static void get_more_batch(md_db *db, q_cursor *cur, int64_t max_docs, int64_t wait_ms,
+                           bson_t *reply, bool *exhausted, bool *gone)
+{
+    struct timespec dl = mono_deadline(wait_ms);
+    *gone = false;
+    for (;;) {
+        uint64_t seen = cur->await_data ? inserts_seen(db, cur->c) : 0;
+        int64_t before = cur->returned;
+        bson_t attempt = BSON_INITIALIZER;
+        reply_batch(cur, &attempt, max_docs, false, exhausted);
+        bool again = cur->tailable && cur->await_data && *exhausted && !cur->fail &&
+                     cur->returned == before && !(cur->limit && cur->returned >= cur->limit) &&
+                     wait_ms > 0 && !mono_passed(&dl);
+        if (!again) {
+            bson_concat(reply, &attempt);
+            bson_destroy(&attempt);
+            break;
+        }
+        bson_destroy(&attempt);
+        q_scan_save(&cur->scan);
+        if (!await_insert(db, cur, seen, &dl)) {
+            *gone = true;
+            return;
+        }
+    }
+    if (cur->tailable && *exhausted && !cur->fail &&
+        !(cur->limit && cur->returned >= cur->limit)) {
+        /* at the end for now: the cursor stays */
+        bson_iter_t it;
+        *exhausted = false;
+        if (bson_iter_init(&it, reply) && bson_iter_find_descendant(&it, "cursor.id", &it))
+            bson_iter_overwrite_int64(&it, cur->id);
+    }
+}
+
+int q_cursor_get_more(md_db *db, int64_t id, const char *ns, int64_t batch_size,
+                      int64_t max_time_ms, bson_t *reply, md_error *err)
+{
+    bool exhausted, gone;
     q_cursor *cur = cursor_unlink(db, id);
     if (!cur)
         return q_err(err, MD_NOTFOUND, MD_CODE_CURSOR_NOT_FOUND,
@@ -457,12 +676,34 @@ int q_cursor_get_more(md_db *db, int64_t id, const char *ns, int64_t batch_size,
                      "Requested getMore on namespace '%s', but cursor belongs to a "
                      "different namespace %s", ns, cur->ns);
     }
+    if (max_time_ms >= 0 && !cur->await_data) {
+        cursor_link(db, cur);
+        return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE,
+                     "cannot set maxTimeMS on getMore command for a non-awaitData cursor");
+    }
     q_coll *c = cur->c;
     q_coll_lock(db, c, false);
-    if (cur->has_scan && q_scan_restore(&cur->scan) != 0)
-        cur->scan.eof = true;
-    reply_batch(cur, reply, batch_size > 0 ? batch_size : -1, false, &exhausted);
-    int rc = cur->fail ? q_read_error(cur->fail, err) : 0;
+    cursor_restore(cur);
+    get_more_batch(db, cur, batch_size > 0 ? batch_size : -1,
+                   max_time_ms >= 0 ? max_time_ms : Q_AWAIT_DATA_MS, reply, &exhausted, &gone);
+    if (gone) {
+        bool released = cur->released;
+        if (released) {
+            free(cur); /* a drop released the rest; c is gone */
+        } else {
+            q_coll_lock(db, c, false);
+            cursor_free(cur);
+            q_coll_unlock(db, c);
+        }
+        bson_reinit(reply);
+        if (released)
+            return q_err(err, MD_NOTFOUND, Q_CODE_QUERY_PLAN_KILLED,
+                         "PlanExecutor killed: collection dropped while getMore awaited data");
+        return q_err(err, MD_NOTFOUND, MD_CODE_CURSOR_NOT_FOUND,
+                     "Cursor not found (killed while awaiting data), cursor id: %lld",
+                     (long long)id);
+    }
+    int rc = batch_error(cur, err);
     exhausted |= rc != 0;
     if (!exhausted && cur->has_scan)
         q_scan_save(&cur->scan);
@@ -487,7 +728,7 @@ void q_cursor_reap(md_db *db, int64_t now_ms)
     q_cursor **p = &db->cursors;
     while (*p) {
         q_cursor *cur = *p;
-        if (!cur->no_timeout && now_ms - cur->used_ms > limit) {
+        if (!cur->no_timeout && !cur->waiting && now_ms - cur->used_ms > limit) {
             *p = cur->next;
             cur->next = dead;
             dead = cur;
@@ -503,9 +744,31 @@ void q_cursor_reap(md_db *db, int64_t now_ms)
     }
 }
 
+/* Mark a waiting cursor killed and wake its waiter (under cur_mu). */
+static void kill_waiting(md_db *db, q_cursor *cur)
+{
+    pthread_mutex_lock(&db->cap_mu);
+    cur->killed = true;
+    pthread_cond_broadcast(&db->cap_cv);
+    pthread_mutex_unlock(&db->cap_mu);
+}
+
 int q_cursor_kill(md_db *db, int64_t id)
 {
-    q_cursor *cur = cursor_unlink(db, id);
+    q_cursor *cur = NULL;
+    pthread_mutex_lock(&db->cur_mu);
+    for (q_cursor **p = &db->cursors; *p; p = &(*p)->next)
+        if ((*p)->id == id) {
+            cur = *p;
+            *p = cur->next;
+            if (cur->waiting) {
+                kill_waiting(db, cur); /* its waiter frees it */
+                pthread_mutex_unlock(&db->cur_mu);
+                return 0;
+            }
+            break;
+        }
+    pthread_mutex_unlock(&db->cur_mu);
     if (!cur)
         return MD_NOTFOUND;
     cursor_free_locked(db, cur);
@@ -524,7 +787,12 @@ static void kill_where(md_db *db, q_coll *c, q_index *ix)
                        : !c || cur->c == c;
         if (kill) {
             *p = cur->next;
-            cursor_free(cur);
+            if (cur->waiting) {
+                cursor_release(cur); /* the waiter frees the rest */
+                kill_waiting(db, cur);
+            } else {
+                cursor_free(cur);
+            }
         } else {
             p = &cur->next;
         }

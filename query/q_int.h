@@ -43,6 +43,10 @@
 #define Q_CODE_IDL_UNKNOWN_FIELD 40415
 #define Q_CODE_IDL_MISSING_FIELD 40414
 #define Q_CODE_DOC_TOO_LARGE_AFTER_UPDATE 17419
+#define Q_CODE_CAPPED_CANNOT_GROW 10003   /* CannotGrowDocumentInCappedNamespace */
+#define Q_CODE_CAPPED_NEEDS_SIZE 14832    /* "specify size:<n> when capped is true" */
+#define Q_CODE_QUERY_PLAN_KILLED 175
+#define Q_AWAIT_DATA_MS 1000 /* an awaitData getMore's wait without maxTimeMS */
 
 /* ---- catalog (q_catalog.c) ---------------------------------------------- */
 typedef struct q_index {
@@ -70,6 +74,14 @@ typedef struct q_coll {
     q_index **idx;  /* idx[0] is always _id_ */
     size_t nidx;
     pthread_rwlock_t lock; /* the collection lock (q_lock.c) */
+    /* Capped collections (options capped: true): the engine's ring limits
+     * as create settled them, one writer at a time (cap_write_mu, held
+     * around each capped write's transaction, as eng.h asks), and the count
+     * of inserts committed, which awaitData getMores wait on (db->cap_cv). */
+    bool capped;
+    int64_t capped_size, capped_max; /* bytes; documents, 0 = no limit */
+    pthread_mutex_t cap_write_mu;
+    uint64_t cap_inserts; /* under db->cap_mu */
     pthread_mutex_t plan_mu; /* guards plan_cache */
     struct q_plan_cache_ent *plan_cache; /* q_plan.c: choices per query shape */
     struct q_coll *next;
@@ -118,6 +130,14 @@ struct md_db {
     int gran;                   /* Q_GRAN_* */
     q_lockstat st_db, st_coll;  /* Database and Collection levels */
     int64_t write_conflicts;    /* each one retried (q_write.c) */
+    /* awaitData: getMores with nothing to return wait on cap_cv (a
+     * CLOCK_MONOTONIC condition variable) until an insert into a capped
+     * collection commits or their time runs out; cap_waiters counts them so
+     * that inserts broadcast only when someone waits.  Order: after every
+     * other lock (nothing is taken while cap_mu is held). */
+    pthread_mutex_t cap_mu;
+    pthread_cond_t cap_cv;
+    int cap_waiters;
 };
 
 /* ---- locks (q_lock.c) ----------------------------------------------------- */
@@ -168,8 +188,14 @@ q_coll *q_coll_find(md_db *db, const char *name);
 /* Validate a collection name as MongoDB does (InvalidNamespace, 73) and
  * write its namespace "db.name" into ns (ENG_IDENT_MAX bytes). */
 int q_ns_make(md_db *db, const char *name, char *ns, md_error *err);
-/* The allocation strategy `options` asks for; CommandNotSupported for capped. */
+/* The allocation strategy `options` asks for. */
 int q_options_alloc(const bson_t *options, int *alloc, md_error *err);
+/* The capped settings `options` ask for, checked as MongoDB 3.x's
+ * CollectionOptions and userCreateNS do: *capped false when not capped;
+ * size rounded up to a multiple of 256 (0 becomes 4096, WiredTiger's
+ * default), max 0 for no limit. */
+int q_options_capped(const bson_t *options, bool *capped, int64_t *size, int64_t *max,
+                     md_error *err);
 /* Create collection `name` with its _id_ index (one transaction). */
 int q_coll_create(md_db *db, const char *name, const bson_t *options, q_coll **out,
                   md_error *err);
@@ -177,6 +203,13 @@ int q_coll_create(md_db *db, const char *name, const bson_t *options, q_coll **o
 int q_coll_get_or_create(md_db *db, const char *name, bool *created, q_coll **out,
                          md_error *err);
 int q_coll_drop(md_db *db, q_coll *c, md_error *err);
+/* convertToCapped: replace collection c (its records copied in natural
+ * order into a new capped store of `size` bytes, its _id index rebuilt;
+ * other indexes dropped, as MongoDB 3.x does).  Under the exclusive
+ * database lock.  *out: the new collection (c is freed). */
+int q_coll_convert_capped(md_db *db, q_coll *c, int64_t size, q_coll **out, md_error *err);
+/* emptycapped: remove every record and index entry of capped c. */
+int q_coll_empty(md_db *db, q_coll *c, md_error *err);
 /* Persist c's catalog entry inside transaction t. */
 int q_catalog_put(md_db *db, eng_txn *t, q_coll *c, md_error *err);
 q_index *q_index_find(q_coll *c, const char *name);
@@ -232,6 +265,14 @@ int q_index_add_doc(md_db *db, eng_txn *t, q_coll *c, q_index *ix, const bson_t 
                     eng_rid rid, bool *multikey_changed, md_error *err);
 /* Fill ix's sorted store with the keys of every record (inside t). */
 int q_index_build(md_db *db, eng_txn *t, q_coll *c, q_index *ix, md_error *err);
+/* The capped-delete hook (eng_rs_set_capped_hook; ctx is the q_coll):
+ * removes the index entries of a record the ring is about to remove, in
+ * the inserting transaction. */
+int q_capped_hook(void *ctx, eng_txn *t, eng_rid rid, const uint8_t *data, uint32_t len);
+/* IllegalOperation "cannot remove from a capped collection: db.c". */
+int q_capped_refuse_delete(const q_coll *c, md_error *err);
+/* Wake the awaitData getMores after an insert into capped c committed. */
+void q_capped_notify(md_db *db, q_coll *c);
 
 /* ---- plans (q_plan.c) ------------------------------------------------------ */
 /* An interval of encoded keys with prefix semantics (see q_plan.c). */
@@ -370,6 +411,7 @@ typedef struct q_find_args {
     int64_t skip, limit, batch_size; /* batch_size -1: default */
     bool single_batch;
     bool no_timeout; /* noCursorTimeout: never reaped for idleness */
+    bool tailable, await_data; /* capped collections only (q_cursor.c) */
 } q_find_args;
 /* A parsed find command (views into the command, which must outlive it). */
 typedef struct q_find_cmd {
@@ -388,8 +430,10 @@ void q_find_cmd_cleanup(q_find_cmd *p);
 /* Run a find, appending "cursor: {firstBatch, id, ns}" to reply. */
 int q_cursor_find(md_db *db, q_coll *c, const char *ns, const q_find_args *a, bson_t *reply,
                   md_error *err);
+/* max_time_ms: the getMore's maxTimeMS, -1 when not given (awaitData
+ * cursors then wait 1000 ms, as MongoDB). */
 int q_cursor_get_more(md_db *db, int64_t id, const char *ns, int64_t batch_size,
-                      bson_t *reply, md_error *err);
+                      int64_t max_time_ms, bson_t *reply, md_error *err);
 /* Kill the cursors idle for longer than db->cursor_timeout_ms. */
 void q_cursor_reap(md_db *db, int64_t now_ms);
 /* Kill one cursor: 0 or MD_NOTFOUND. */
@@ -459,6 +503,8 @@ int q_cmd_count(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
 int q_cmd_distinct(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
 int q_cmd_create(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
 int q_cmd_drop(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
+int q_cmd_convert_to_capped(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
+int q_cmd_empty_capped(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
 int q_cmd_list_collections(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
 int q_cmd_coll_mod(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
 int q_cmd_create_indexes(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);

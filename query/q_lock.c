@@ -20,7 +20,13 @@
  *                  write transaction at a time, so writers to different
  *                  collections of mmapv1 take turns at commit granularity.
  *
- * Lock order: database lock, data lock, txn mutex, engine-internal locks.
+ *   capped writer  q_coll.cap_write_mu: writes to a capped collection take
+ *                  turns whatever the granularity (eng.h's capped contract:
+ *                  records commit in insertion order).
+ *   capped notify  db->cap_mu + cap_cv: awaitData getMores sleep there.
+ *
+ * Lock order: database lock, data lock, capped writer, txn mutex,
+ * engine-internal locks; cap_mu is a leaf (nothing is taken under it).
  * The rwlocks prefer writers, so a stream of readers cannot starve a
  * writer (MongoDB's lock manager queues requests in order).
  *
@@ -111,6 +117,12 @@ int q_lock_init(md_db *db, const bson_t *opts, md_error *err)
     pthread_mutex_init(&db->txn_mu, NULL);
     pthread_mutex_init(&db->cur_mu, NULL);
     pthread_mutex_init(&db->fail_mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_mutex_init(&db->cap_mu, NULL);
+    pthread_cond_init(&db->cap_cv, &ca);
+    pthread_condattr_destroy(&ca);
     return 0;
 }
 
@@ -121,6 +133,8 @@ void q_lock_destroy(md_db *db)
     pthread_mutex_destroy(&db->txn_mu);
     pthread_mutex_destroy(&db->cur_mu);
     pthread_mutex_destroy(&db->fail_mu);
+    pthread_mutex_destroy(&db->cap_mu);
+    pthread_cond_destroy(&db->cap_cv);
 }
 
 /* ---- the database lock -------------------------------------------------------- */

@@ -192,7 +192,10 @@ static void maybe_yield(q_scan *s)
         return;
     q_scan_save(s);
     q_lock_yield(s->db);
-    if (q_scan_restore(s) != 0)
+    int rc = q_scan_restore(s);
+    if (rc == MD_ECAPPEDLOST)
+        note(s, rc); /* the ring passed a capped scan: an error, not an end */
+    else if (rc != 0)
         s->eof = true;
 }
 
@@ -246,6 +249,7 @@ static int scan_next_coll(q_scan *s, eng_rid *rid, bson_t *doc)
         }
         Q_COUNT(s->db->m.scanned_objects, 1);
         s->docs++;
+        s->last = *rid;
         if (!bson_init_static(doc, data, len))
             continue;
         if (!s->m || q_matcher_matches(s->m, doc))

@@ -288,9 +288,16 @@ int q_write_insert(md_db *db, q_coll *c, const bson_t *doc, bool durable, eng_ri
     int rc = q_write_allowed(db, err);
     if (rc || (rc = keys_compute(c, doc, &ks, err)) != 0)
         return rc;
+    if (c->capped)
+        pthread_mutex_lock(&c->cap_write_mu);
     for (int n = 0; (rc = insert_attempt(db, c, doc, ks, durable, &rid, err)) == MD_EWRITECONFLICT;
          n++)
         q_write_conflict(db, n, err);
+    if (c->capped) {
+        pthread_mutex_unlock(&c->cap_write_mu);
+        if (!rc)
+            q_capped_notify(db, c);
+    }
     if (!rc) {
         Q_COUNT(db->m.inserted, 1);
         if (rid_out)
@@ -367,6 +374,10 @@ static int update_prepare(q_coll *c, const bson_t *old, const q_update *u, const
     if (s->nd.len > Q_BSON_MAX)
         return q_err(err, MD_ETOOBIG, Q_CODE_DOC_TOO_LARGE_AFTER_UPDATE,
                      "Resulting document after update is larger than %d", Q_BSON_MAX);
+    if (c->capped && s->nd.len != old->len)
+        return q_err(err, MD_EINVAL, Q_CODE_CAPPED_CANNOT_GROW,
+                     "Cannot change the size of a document in a capped collection: %u != %u",
+                     old->len, s->nd.len);
     rc = keys_compute(c, old, &s->oldk, err);
     if (!rc)
         rc = keys_compute(c, &s->nd, &s->newk, err);
@@ -469,10 +480,14 @@ int q_write_update(md_db *db, q_coll *c, eng_rid rid, const q_matcher *m, const 
     res->rid = rid;
     if (rc)
         return rc;
+    if (c->capped)
+        pthread_mutex_lock(&c->cap_write_mu);
     for (int n = 0; (rc = update_attempt(db, c, rid, m, u, durable, res, before, after, err)) ==
                     MD_EWRITECONFLICT;
          n++)
         q_write_conflict(db, n, err);
+    if (c->capped)
+        pthread_mutex_unlock(&c->cap_write_mu);
     if (rc) {
         if (before)
             bson_reinit(before);
@@ -527,6 +542,8 @@ int q_write_delete(md_db *db, q_coll *c, eng_rid rid, const q_matcher *m, bool d
     int rc = q_write_allowed(db, err);
     if (rc)
         return rc;
+    if (c->capped)
+        return q_capped_refuse_delete(c, err);
     for (int n = 0;
          (rc = delete_attempt(db, c, rid, m, durable, deleted, before, err)) == MD_EWRITECONFLICT;
          n++)
@@ -536,6 +553,45 @@ int q_write_delete(md_db *db, q_coll *c, eng_rid rid, const q_matcher *m, bool d
     if (!rc && *deleted)
         Q_COUNT(db->m.deleted, 1);
     return rc;
+}
+
+/* ---- capped collections ------------------------------------------------------------ */
+
+int q_capped_refuse_delete(const q_coll *c, md_error *err)
+{
+    return q_err(err, MD_EINVAL, MD_CODE_ILLEGAL_OPERATION,
+                 "cannot remove from a capped collection: %s", c->ns);
+}
+
+/*
+ * The ring is removing record rid inside an insert's transaction t: remove
+ * its index entries in the same transaction.  The keys are computed from a
+ * copy first, since the engine's view may die at the first index write.
+ */
+int q_capped_hook(void *ctx, eng_txn *t, eng_rid rid, const uint8_t *data, uint32_t len)
+{
+    q_coll *c = ctx;
+    q_keyset *ks = NULL;
+    md_error err;
+    bson_t *copy = bson_new_from_data(data, len);
+    if (!copy)
+        return MD_ECORRUPT;
+    md_error_clear(&err);
+    int rc = keys_compute(c, copy, &ks, &err);
+    for (size_t i = 0; !rc && i < c->nidx; i++)
+        rc = keys_remove(t, c->idx[i], &ks[i], NULL, rid, &err);
+    keys_free(c, ks);
+    bson_destroy(copy);
+    return rc;
+}
+
+void q_capped_notify(md_db *db, q_coll *c)
+{
+    pthread_mutex_lock(&db->cap_mu);
+    c->cap_inserts++;
+    if (db->cap_waiters > 0)
+        pthread_cond_broadcast(&db->cap_cv);
+    pthread_mutex_unlock(&db->cap_mu);
 }
 
 /* ---- index builds ------------------------------------------------------------------- */
