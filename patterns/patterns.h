@@ -227,8 +227,153 @@ int pt_matpath_products_of_subtree(md_db *db, const char *path, md_cursor **out,
 /* ---- 5.5 Shopping Cart with Product Reservation (cart_reservation.c) ----- */
 extern const pt_pattern pt_pattern_cart_reservation;
 
+/*
+ * Both cart chapters (5.5 and 5.6) use the collections (db "shop" is the
+ * md_db itself; the book's "catalog" in its index examples is an erratum):
+ *
+ *   carts        {_id: ObjectId, state, modifiedOn,
+ *                 products: [{_id: product, quantity, name, price}]}
+ *   inventories  {_id: product, quantity,
+ *                 reservations: [{_id: cart, quantity, createdOn}]}
+ *   products     {_id: product, name, price, properties}
+ *   orders       {_id: cart, created_on, shipping, payment, products}
+ *
+ * Products have int64 _ids (as the simulator's); carts ObjectIds (one per
+ * shopping session, as the simulator's).  A cart holds at most one line per
+ * product.  Cart states:
+ *
+ *   active --checkout--> completed      (an order with the cart's _id)
+ *      \----expiry-----> expired        (its reservations given back)
+ *
+ * Failure points: every multi-step call takes an optional pt_cart_opts;
+ * crash_after = k stops it right after its k-th write as if the client
+ * died there, and the call returns PT_CART_CRASHED (a positive status: the
+ * state is left as the dead client left it; the client does not come back
+ * to that cart).  0: run to the end.  pt_cart_cleanup (expiry + recovery,
+ * the book's background job) restores the invariants after any such stop;
+ * the job itself may be stopped the same way and simply run again.
+ */
+#define PT_CART_CRASHED 1
+
+typedef struct pt_cart_opts {
+    int crash_after;  /* stop after this many writes (0: never) */
+} pt_cart_opts;
+
+/* A cart line: the product and the quantity wanted, with the name and the
+ * price the book copies into the cart. */
+typedef struct pt_cart_item {
+    int64_t product;
+    int32_t quantity;
+    char name[64];
+    int32_t price;
+} pt_cart_item;
+
+/* carts.ensureIndex({state: 1}) (Ex 9); inventories.ensureIndex(
+ * {"reservations._id": 1}) (Ex 10, multikey).  Both chapters. */
+int pt_cart_create_indexes(md_db *db, md_error *err);
+/* Products 0..n-1 {_id, name "product_<i>", price, properties: {bin:
+ * <product_bytes zero bytes>}} and inventories {_id, quantity: stock[i],
+ * reservations: []}. */
+int pt_cart_seed(md_db *db, int64_t n, const int64_t *stock, int product_bytes, md_error *err);
+/* products.findOne({_id}) into *item (quantity left 0); MD_NOTFOUND. */
+int pt_cart_product(md_db *db, int64_t product, pt_cart_item *item, md_error *err);
+
+/* 5.5 operations.  MD_NOTFOUND: not enough stock, or the cart is not
+ * active (any change made is rolled back first); MD_EEXISTS: add of a
+ * product already in the cart. */
+/* Ex 1 + Ex 2 (+ Ex 3 when the stock is short): 2 writes (3 on rollback). */
+int pt_cart_res_add(md_db *db, const bson_oid_t *cart, const pt_cart_item *item,
+                    const pt_cart_opts *o, md_error *err);
+/* Ex 4 + Ex 5 (+ Ex 6 when the stock is short): 2 writes (3). */
+int pt_cart_res_update(md_db *db, const bson_oid_t *cart, int64_t product, int32_t quantity,
+                       const pt_cart_opts *o, md_error *err);
+/* Release the reservation, then pull the line: 2 writes. */
+int pt_cart_res_remove(md_db *db, const bson_oid_t *cart, int64_t product,
+                       const pt_cart_opts *o, md_error *err);
+/* Ex 8: mark completed, insert the order, pull the reservations: 3 writes. */
+int pt_cart_res_checkout(md_db *db, const bson_oid_t *cart, const pt_cart_opts *o,
+                         md_error *err);
+
+/*
+ * The background job, both chapters.  pt_cart_expire is Ex 7 (5.6 Ex 6):
+ * every active cart not modified since cutoff_ms (the book: now - 30 min)
+ * is marked expired and its reservations go back to the inventory.
+ * pt_cart_recover finishes what a stopped client left, for reservations
+ * created at or before cutoff_ms: those of expired carts are given back,
+ * those of completed carts are rolled forward (order inserted if missing,
+ * reservations pulled).  pt_cart_cleanup runs both.  Counts (may be NULL):
+ * carts expired, reservations recovered.
+ */
+int pt_cart_expire(md_db *db, int64_t cutoff_ms, const pt_cart_opts *o, int64_t *nexpired,
+                   md_error *err);
+int pt_cart_recover(md_db *db, int64_t cutoff_ms, const pt_cart_opts *o, int64_t *nrecovered,
+                    md_error *err);
+int pt_cart_cleanup(md_db *db, int64_t cutoff_ms, const pt_cart_opts *o, md_error *err);
+
+/* What pt_cart_check counted. */
+typedef struct pt_cart_totals {
+    int64_t active, completed, expired; /* carts by state */
+    int64_t orders, reservations;
+    int64_t available, reserved, sold;  /* units, all products */
+} pt_cart_totals;
+
+/*
+ * The invariants, products 0..n-1 started with initial[i] units:
+ *   - inventory conserved: quantity + reserved + sold == initial for each
+ *     product (reserved: its reservations' quantities; sold: the order lines);
+ *   - no negative quantity, no empty reservation or line;
+ *   - every reservation belongs to an active cart that has the same line,
+ *     at most one per cart and product; with `reserving` (5.5) every line of
+ *     an active cart holds its reservation too;
+ *   - every order is a completed cart's and every completed cart has one.
+ * Meant for a settled database (no client running; after a stopped client,
+ * pt_cart_cleanup has run).  0 when they hold; MD_ERROR with the first
+ * violation in err.  *out (may be NULL) gets the totals.
+ */
+int pt_cart_check(md_db *db, int64_t n, const int64_t *initial, bool reserving,
+                  pt_cart_totals *out, md_error *err);
+
+/*
+ * The concurrent workload the tests and tsan_carts run: `threads` clients,
+ * each doing `ops` random operations of one chapter (add 1-3 units of a
+ * random product, change a quantity, remove, check out; every
+ * `expire_every`-th op (0: never) runs pt_cart_cleanup with a cutoff
+ * 0..expire_age_ms back, racing the owners; with expire_only just
+ * pt_cart_expire), each op stopped after 1-4 writes
+ * with probability crash_pct% (the client then abandons that cart).
+ * Products 0..nproducts-1 must be seeded.  Counts come back in `out`;
+ * 0, or the first unexpected error (with err filled).
+ */
+typedef struct pt_cart_stress {
+    bool reserving;                 /* 5.5 (true) or 5.6 operations */
+    int threads, ops, nproducts, crash_pct, expire_every, expire_age_ms;
+    bool expire_only;
+    uint64_t seed;
+    /* results */
+    int64_t adds, updates, removes, checkouts, cleanups;
+    int64_t ok, notfound, exists, crashed, checked_out;
+} pt_cart_stress;
+int pt_cart_stress_run(md_db *db, pt_cart_stress *st, md_error *err);
+
 /* ---- 5.6 Shopping Cart with No Product Reservation (cart_no_reservation.c) */
 extern const pt_pattern pt_pattern_cart_no_reservation;
+
+/* 5.6 operations on the collections above (the cleanup, the check and the
+ * indexes are 5.5's).  Nothing is reserved before the checkout. */
+/* Ex 1 (5.5's Ex 1): 1 write.  MD_EEXISTS, MD_NOTFOUND as in 5.5. */
+int pt_cart_nores_add(md_db *db, const bson_oid_t *cart, const pt_cart_item *item,
+                      const pt_cart_opts *o, md_error *err);
+/* Ex 2: 1 write.  MD_NOTFOUND: no such line in an active cart. */
+int pt_cart_nores_update(md_db *db, const bson_oid_t *cart, int64_t product, int32_t quantity,
+                         const pt_cart_opts *o, md_error *err);
+/* Pull the line: 1 write.  MD_NOTFOUND as for update. */
+int pt_cart_nores_remove(md_db *db, const bson_oid_t *cart, int64_t product,
+                         const pt_cart_opts *o, md_error *err);
+/* Ex 3-5: reserve every line, give back what was reserved if one fails
+ * (MD_NOTFOUND), else mark completed, insert the order, pull the
+ * reservations.  One write per line, then 3. */
+int pt_cart_nores_checkout(md_db *db, const bson_oid_t *cart, const pt_cart_opts *o,
+                           md_error *err);
 
 /* ---- 5.7 Theater Reservation (theater.c) --------------------------------- */
 extern const pt_pattern pt_pattern_theater;

@@ -15,7 +15,9 @@ const pt_pattern *const pt_patterns[] = {
     /* 5.4 */
     &pt_pattern_matpath,
     /* 5.5 */
+    &pt_pattern_cart_reservation,
     /* 5.6 */
+    &pt_pattern_cart_no_reservation,
     /* 5.7 */
     &pt_pattern_theater,
     /* 5.8 */
