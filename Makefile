@@ -103,16 +103,24 @@ $(PATTERNS): $(PAT_MAIN_OBJS) $(PAT_OBJS) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 demo: deps
-	@$(MAKE) --no-print-directory $(CLI)
-	@MINIDOC=$(CLI) tools/demo.sh
+	@$(MAKE) --no-print-directory $(CLI) $(if $(PAT_MAIN),$(PATTERNS))
+	@MINIDOC=$(CLI) PATTERNS=$(PATTERNS) tools/demo.sh
 
 test: deps
 	@$(MAKE) --no-print-directory all
 	MINIDOC=$(CLI) tests/tools/test_cli.sh
 	$(FAULT_BIN) -j2 --short-filename
 	$(TEST_BIN) -j2 --short-filename
+	$(if $(PAT_MAIN),$(PATTERNS) --quick --out $(BUILD)/patterns-out)
 
 check: test
+
+# The book-scale scenario run: every registered pattern on mmapv1 and btree
+# (docs/patterns.md, docs/patterns.csv, docs/patterns/*.png), timed.
+patterns: deps
+	@$(MAKE) --no-print-directory $(PATTERNS)
+	@start=$$(date +%s); $(PATTERNS) --out docs; rc=$$?; \
+	    echo "make patterns: $$(( $$(date +%s) - start )) s"; exit $$rc
 
 # The long crash run: 500 SIGKILLed writers on mmapv1 and on btree (journal
 # and log on), each reopened and checked (MINIDOC_CRASH_SEED and

@@ -1,0 +1,60 @@
+/*
+ * runner.h -- what build/patterns' command line (runner.c) hands its
+ * report writers (runner_report.c): every scenario run, grouped by pattern,
+ * and the options they ran under.  Private to runner*.c.
+ */
+#ifndef RUNNER_H
+#define RUNNER_H
+
+#include <stdio.h>
+
+#include "pt_sim.h"
+
+#define RN_MMAPV1 0
+#define RN_BTREE 1
+#define RN_MAX_ENGINES 3
+
+typedef struct rn_scenario {
+    const pt_pattern *p;
+    const pt_scenario *sc;
+    pt_run_result *r[RN_MAX_ENGINES]; /* NULL: not run on that engine */
+} rn_scenario;
+
+typedef struct rn_pattern {
+    const pt_pattern *p;
+    double sum_ms[2];        /* decisive means, mmapv1 and btree */
+    const char *ours;        /* pt_verdict, or NULL when not measured on both */
+} rn_pattern;
+
+typedef struct rn_run {
+    const char *engines[RN_MAX_ENGINES];
+    int nengines;
+    int engine_slot[RN_MAX_ENGINES];  /* RN_MMAPV1, RN_BTREE or 2 */
+    rn_scenario *sc;
+    int nsc;
+    rn_pattern *pat;
+    int npat;
+    pt_run_opts opts;        /* as run (engine unset) */
+    const char *cmdline;
+    double total_s;
+    char started[64];        /* UTC time of the start */
+} rn_run;
+
+/* The figures the book gives for an op on an engine (NULL: none). */
+const pt_figures *rn_book_figures(const pt_op *op, const char *engine);
+/* Compute every pattern's verdict (needs mmapv1 and btree runs). */
+void rn_verdicts(rn_run *run);
+/* The number of the book's 11 patterns whose verdict agrees. */
+int rn_agree_count(const rn_run *run);
+/* Print the verdict line (and, when it disagrees, the measured causes). */
+void rn_print_verdict(FILE *f, const rn_run *run, const rn_pattern *rp);
+/* Print one run's table beside the book's. */
+void rn_print_table(FILE *f, const rn_scenario *s, const pt_run_result *r);
+
+/* The files: DIR/patterns.csv, DIR/patterns/<scenario>-<engine>.png and
+ * DIR/patterns.md.  0 or -1 (message on stderr). */
+int rn_write_csv(const rn_run *run, const char *dir);
+int rn_write_plots(const rn_run *run, const char *dir);
+int rn_write_markdown(const rn_run *run, const char *dir);
+
+#endif /* RUNNER_H */
