@@ -598,6 +598,14 @@ int pt_cart_cleanup(md_db *db, int64_t cutoff_ms, const pt_cart_opts *o, md_erro
 
 /* ---- the invariants --------------------------------------------------------- */
 
+/*
+ * The book's accounting: a product's stock is its inventory's quantity plus
+ * the quantities of its reservations ("the sum of the quantity field at the
+ * top level of the document and all the quantity fields in the embedded
+ * array reservations"; its worked figure, 99 + 1 for a document that shows
+ * 999, is an erratum).  Stock leaves that sum only through an order.
+ */
+
 enum { CS_ACTIVE, CS_COMPLETED, CS_EXPIRED, CS_OTHER };
 
 typedef struct check_cart {

@@ -99,7 +99,7 @@ int cart_scenario_user(pt_user *u, cart_add_fn add, cart_checkout_fn checkout, m
 
 #define CART_SCENARIO_ITEMS 5
 #define CART_SCENARIO_PRODUCTS 1000
-#define CART_SCENARIO_PRODUCTS_QUICK 200
+#define CART_SCENARIO_PRODUCTS_QUICK 1000
 #define CART_SCENARIO_STOCK 1000000
 #define CART_SCENARIO_PRODUCT_BYTES 1024
 

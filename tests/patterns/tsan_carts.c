@@ -27,7 +27,7 @@ static int run(const char *engine, bool reserving)
     char dir[64] = "/tmp/md_tsan_cart_XXXXXX";
     md_db *db;
     md_error err;
-    int64_t initial[3] = {20, 20, 20};
+    int64_t initial[3] = {60, 60, 60};
     pt_cart_totals t;
     int bad = 0;
     if (!mkdtemp(dir))
@@ -59,7 +59,7 @@ static int run(const char *engine, bool reserving)
         goto out;
     }
     if (s.crashed == 0 || s.checked_out == 0 || t.reserved != 0 ||
-        t.available + t.sold != 60) {
+        t.available + t.sold != 180) {
         fprintf(stderr, "%s: workload did not exercise the protocols\n", engine);
         bad = 1;
     }
