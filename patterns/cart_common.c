@@ -39,20 +39,20 @@
 
 /* ---- small helpers -------------------------------------------------------- */
 
-void cart_steps_init(cart_steps *s, const pt_cart_opts *o)
+void pt_cart_steps_init(pt_cart_steps *s, const pt_cart_opts *o)
 {
     s->done = 0;
     s->crash_after = o && o->crash_after > 0 ? o->crash_after : 0;
 }
 
-bool cart_step(cart_steps *s)
+bool pt_cart_step(pt_cart_steps *s)
 {
     s->done++;
     return s->crash_after > 0 && s->done >= s->crash_after;
 }
 
-int cart_update(md_db *db, const char *coll, const bson_t *q, const bson_t *u, int flags,
-                int64_t *matched, md_error *err)
+int pt_cart_update(md_db *db, const char *coll, const bson_t *q, const bson_t *u, int flags,
+                   int64_t *matched, md_error *err)
 {
     md_collection *c = md_db_get_collection(db, coll);
     bson_t reply, *opts = (flags & CART_UPSERT) ? BCON_NEW("upsert", BCON_BOOL(true)) : NULL;
@@ -73,8 +73,8 @@ int cart_update(md_db *db, const char *coll, const bson_t *q, const bson_t *u, i
     return rc;
 }
 
-int cart_find_one(md_db *db, const char *coll, const bson_t *q, const bson_t *proj, bson_t *out,
-                  md_error *err)
+int pt_cart_find_one(md_db *db, const char *coll, const bson_t *q, const bson_t *proj, bson_t *out,
+                     md_error *err)
 {
     md_collection *c = md_db_get_collection(db, coll);
     bson_t *opts = BCON_NEW("limit", BCON_INT64(1), "singleBatch", BCON_BOOL(true));
@@ -102,7 +102,7 @@ static int64_t iter_i64(const bson_iter_t *it)
     return BSON_ITER_HOLDS_NUMBER(it) ? bson_iter_as_int64(it) : INT64_MIN;
 }
 
-int cart_lines(const bson_t *cart, cart_line **lines, int *n, md_error *err)
+int pt_cart_lines(const bson_t *cart, pt_cart_line **lines, int *n, md_error *err)
 {
     bson_iter_t it, arr;
     *lines = NULL;
@@ -115,7 +115,7 @@ int cart_lines(const bson_t *cart, cart_line **lines, int *n, md_error *err)
     *lines = bson_malloc(sizeof **lines * (size_t)cap);
     while (bson_iter_next(&arr)) {
         bson_iter_t f;
-        cart_line l = {INT64_MIN, 0};
+        pt_cart_line l = {INT64_MIN, 0};
         if (!BSON_ITER_HOLDS_DOCUMENT(&arr) || !bson_iter_recurse(&arr, &f))
             goto bad;
         while (bson_iter_next(&f)) {
@@ -155,8 +155,8 @@ bad:
  * and the upsert's insert hits the cart's _id (a duplicate key); one read
  * tells which.
  */
-int cart_add_line(md_db *db, const bson_oid_t *cart, const pt_cart_item *item, cart_steps *s,
-                  md_error *err)
+int pt_cart_add_line(md_db *db, const bson_oid_t *cart, const pt_cart_item *item, pt_cart_steps *s,
+                     md_error *err)
 {
     bson_t *q = BCON_NEW("_id", BCON_OID(cart), "state", BCON_UTF8("active"), "products._id",
                          "{", "$ne", BCON_INT64(item->product), "}");
@@ -165,13 +165,13 @@ int cart_add_line(md_db *db, const bson_oid_t *cart, const pt_cart_item *item, c
                          BCON_INT32(item->quantity), "name", BCON_UTF8(item->name), "price",
                          BCON_INT32(item->price), "}", "}");
     md_error e2;
-    int rc = cart_update(db, CART_CARTS, q, u, CART_UPSERT, NULL, &e2);
+    int rc = pt_cart_update(db, CART_CARTS, q, u, CART_UPSERT, NULL, &e2);
     bson_destroy(q);
     bson_destroy(u);
     if (rc == MD_EDUPKEY) {
         bson_t doc;
         bson_t *q2 = BCON_NEW("_id", BCON_OID(cart), "state", BCON_UTF8("active"));
-        int frc = cart_find_one(db, CART_CARTS, q2, NULL, &doc, err);
+        int frc = pt_cart_find_one(db, CART_CARTS, q2, NULL, &doc, err);
         bson_destroy(q2);
         bson_destroy(&doc);
         if (frc == 0)
@@ -187,7 +187,7 @@ int cart_add_line(md_db *db, const bson_oid_t *cart, const pt_cart_item *item, c
             *err = e2;
         return rc;
     }
-    return cart_step(s) ? PT_CART_CRASHED : 0;
+    return pt_cart_step(s) ? PT_CART_CRASHED : 0;
 }
 
 /*
@@ -198,22 +198,22 @@ int cart_add_line(md_db *db, const bson_oid_t *cart, const pt_cart_item *item, c
  *                       reservations: {$elemMatch: {_id: cart, quantity: q}}},
  *                      {$inc: {quantity: q}, $pull: {reservations: {_id: cart}}})
  */
-int cart_release(md_db *db, int64_t product, const bson_oid_t *cart, int32_t quantity,
-                 cart_steps *s, bool *released, md_error *err)
+int pt_cart_release(md_db *db, int64_t product, const bson_oid_t *cart, int32_t quantity,
+                    pt_cart_steps *s, bool *released, md_error *err)
 {
     int64_t n = 0;
     bson_t *q = BCON_NEW("_id", BCON_INT64(product), "reservations", "{", "$elemMatch", "{",
                          "_id", BCON_OID(cart), "quantity", BCON_INT32(quantity), "}", "}");
     bson_t *u = BCON_NEW("$inc", "{", "quantity", BCON_INT32(quantity), "}", "$pull", "{",
                          "reservations", "{", "_id", BCON_OID(cart), "}", "}");
-    int rc = cart_update(db, CART_INVENTORIES, q, u, 0, &n, err);
+    int rc = pt_cart_update(db, CART_INVENTORIES, q, u, 0, &n, err);
     bson_destroy(q);
     bson_destroy(u);
     if (released)
         *released = rc == 0 && n > 0;
     if (rc != 0)
         return rc;
-    return cart_step(s) ? PT_CART_CRASHED : 0;
+    return pt_cart_step(s) ? PT_CART_CRASHED : 0;
 }
 
 /*
@@ -226,8 +226,8 @@ int cart_release(md_db *db, int64_t product, const bson_oid_t *cart, int32_t qua
  * the same ObjectId; here it makes the insert idempotent, which the
  * recovery relies on).  5.5 Ex 8's `productCol` is `inventories`.
  */
-int cart_finish_checkout(md_db *db, const bson_t *cart, bool recovered, cart_steps *s,
-                         md_error *err)
+int pt_cart_finish_checkout(md_db *db, const bson_t *cart, bool recovered, pt_cart_steps *s,
+                            md_error *err)
 {
     bson_iter_t it;
     const bson_oid_t *id;
@@ -263,16 +263,16 @@ int cart_finish_checkout(md_db *db, const bson_t *cart, bool recovered, cart_ste
             *err = e2;
         return rc;
     }
-    if (cart_step(s))
+    if (pt_cart_step(s))
         return PT_CART_CRASHED;
     bson_t *q = BCON_NEW("reservations._id", BCON_OID(id));
     bson_t *u = BCON_NEW("$pull", "{", "reservations", "{", "_id", BCON_OID(id), "}", "}");
-    rc = cart_update(db, CART_INVENTORIES, q, u, CART_MULTI, NULL, err);
+    rc = pt_cart_update(db, CART_INVENTORIES, q, u, CART_MULTI, NULL, err);
     bson_destroy(q);
     bson_destroy(u);
     if (rc != 0)
         return rc;
-    return cart_step(s) ? PT_CART_CRASHED : 0;
+    return pt_cart_step(s) ? PT_CART_CRASHED : 0;
 }
 
 /* ---- indexes, seeding, products ------------------------------------------- */
@@ -350,7 +350,7 @@ int pt_cart_product(md_db *db, int64_t product, pt_cart_item *item, md_error *er
 {
     bson_t doc;
     bson_t *q = BCON_NEW("_id", BCON_INT64(product));
-    int rc = cart_find_one(db, CART_PRODUCTS, q, NULL, &doc, err);
+    int rc = pt_cart_find_one(db, CART_PRODUCTS, q, NULL, &doc, err);
     bson_destroy(q);
     memset(item, 0, sizeof *item);
     item->product = product;
@@ -444,7 +444,7 @@ static int scan_reservations(md_db *db, const bson_t *q, const bson_oid_t *cart,
  * the read and the conditional release; it can do so once, since its next
  * step finds the cart no longer active).
  */
-static int release_all(md_db *db, const bson_oid_t *cart, cart_steps *s, md_error *err)
+static int release_all(md_db *db, const bson_oid_t *cart, pt_cart_steps *s, md_error *err)
 {
     bson_t *q = BCON_NEW("reservations._id", BCON_OID(cart));
     int rc = 0;
@@ -452,7 +452,7 @@ static int release_all(md_db *db, const bson_oid_t *cart, cart_steps *s, md_erro
         resv_vec r = {0};
         rc = scan_reservations(db, q, cart, -1, &r, err);
         for (size_t i = 0; i < r.n && rc == 0; i++)
-            rc = cart_release(db, r.v[i].product, cart, r.v[i].quantity, s, NULL, err);
+            rc = pt_cart_release(db, r.v[i].product, cart, r.v[i].quantity, s, NULL, err);
         size_t found = r.n;
         bson_free(r.v);
         if (found == 0)
@@ -468,7 +468,7 @@ static int release_all(md_db *db, const bson_oid_t *cart, cart_steps *s, md_erro
  *   for each cart:
  *     carts.update({_id, state: 'active', modifiedOn: {$lte: cutOffDate}},
  *                  {$set: {state: 'expired'}})          (first; see above)
- *     for each line: the give-back of cart_release()
+ *     for each line: the give-back of pt_cart_release()
  *     the sweep of release_all()
  * The book sets `status: 'expired'` (erratum: every query reads `state`)
  * and writes to `products` (erratum: `inventories`).  Carts are kept as
@@ -477,8 +477,8 @@ static int release_all(md_db *db, const bson_oid_t *cart, cart_steps *s, md_erro
 int pt_cart_expire(md_db *db, int64_t cutoff_ms, const pt_cart_opts *o, int64_t *nexpired,
                    md_error *err)
 {
-    cart_steps s;
-    cart_steps_init(&s, o);
+    pt_cart_steps s;
+    pt_cart_steps_init(&s, o);
     if (nexpired)
         *nexpired = 0;
     bson_t *q = BCON_NEW("modifiedOn", "{", "$lte", BCON_DATE_TIME(cutoff_ms), "}", "state",
@@ -512,12 +512,12 @@ int pt_cart_expire(md_db *db, int64_t cutoff_ms, const pt_cart_opts *o, int64_t 
         bson_t *cq = BCON_NEW("_id", BCON_OID(&id), "state", BCON_UTF8("active"), "modifiedOn",
                               "{", "$lte", BCON_DATE_TIME(cutoff_ms), "}");
         bson_t *cu = BCON_NEW("$set", "{", "state", BCON_UTF8("expired"), "}");
-        rc = cart_update(db, CART_CARTS, cq, cu, 0, &matched, err);
+        rc = pt_cart_update(db, CART_CARTS, cq, cu, 0, &matched, err);
         bson_destroy(cq);
         bson_destroy(cu);
         if (rc != 0)
             break;
-        if (cart_step(&s)) {
+        if (pt_cart_step(&s)) {
             rc = PT_CART_CRASHED;
             break;
         }
@@ -525,11 +525,11 @@ int pt_cart_expire(md_db *db, int64_t cutoff_ms, const pt_cart_opts *o, int64_t 
             continue; /* touched by its owner since, or taken by another job */
         if (nexpired)
             (*nexpired)++;
-        cart_line *lines;
+        pt_cart_line *lines;
         int nl;
-        rc = cart_lines(carts[i], &lines, &nl, err);
+        rc = pt_cart_lines(carts[i], &lines, &nl, err);
         for (int j = 0; j < nl && rc == 0; j++)
-            rc = cart_release(db, lines[j].product, &id, lines[j].quantity, &s, NULL, err);
+            rc = pt_cart_release(db, lines[j].product, &id, lines[j].quantity, &s, NULL, err);
         bson_free(lines);
         if (rc == 0)
             rc = release_all(db, &id, &s, err);
@@ -549,8 +549,8 @@ int pt_cart_expire(md_db *db, int64_t cutoff_ms, const pt_cart_opts *o, int64_t 
 int pt_cart_recover(md_db *db, int64_t cutoff_ms, const pt_cart_opts *o, int64_t *nrecovered,
                     md_error *err)
 {
-    cart_steps s;
-    cart_steps_init(&s, o);
+    pt_cart_steps s;
+    pt_cart_steps_init(&s, o);
     if (nrecovered)
         *nrecovered = 0;
     resv_vec r = {0};
@@ -561,7 +561,7 @@ int pt_cart_recover(md_db *db, int64_t cutoff_ms, const pt_cart_opts *o, int64_t
     for (size_t i = 0; i < r.n && rc == 0; i++) {
         bson_t cart;
         bson_t *cq = BCON_NEW("_id", BCON_OID(&r.v[i].cart));
-        int frc = cart_find_one(db, CART_CARTS, cq, NULL, &cart, err);
+        int frc = pt_cart_find_one(db, CART_CARTS, cq, NULL, &cart, err);
         bson_destroy(cq);
         const char *state = "";
         bson_iter_t it;
@@ -572,13 +572,13 @@ int pt_cart_recover(md_db *db, int64_t cutoff_ms, const pt_cart_opts *o, int64_t
         } else if (strcmp(state, "active") == 0) {
             /* live */
         } else if (strcmp(state, "completed") == 0) {
-            rc = cart_finish_checkout(db, &cart, true, &s, err);
+            rc = pt_cart_finish_checkout(db, &cart, true, &s, err);
             if (rc == 0 && nrecovered)
                 (*nrecovered)++;
         } else {
             bool released = false;
-            rc = cart_release(db, r.v[i].product, &r.v[i].cart, r.v[i].quantity, &s, &released,
-                              err);
+            rc = pt_cart_release(db, r.v[i].product, &r.v[i].cart, r.v[i].quantity, &s, &released,
+                                 err);
             if (rc == 0 && released && nrecovered)
                 (*nrecovered)++;
         }
@@ -612,7 +612,7 @@ typedef struct check_cart {
     bson_oid_t id;
     int state;
     bool has_order;
-    cart_line *lines;
+    pt_cart_line *lines;
     int nlines;
 } check_cart;
 
@@ -662,7 +662,7 @@ static int load_carts(md_db *db, check_cart **out, size_t *nout, md_error *err)
                        : !strcmp(st, "expired")   ? CS_EXPIRED
                                                   : CS_OTHER;
         }
-        rc = cart_lines(doc, &cc.lines, &cc.nlines, err);
+        rc = pt_cart_lines(doc, &cc.lines, &cc.nlines, err);
         if (rc != 0)
             break;
         if (n == cap) {
@@ -707,9 +707,9 @@ static int load_orders(md_db *db, check_cart *carts, size_t ncarts, int64_t n, i
         }
         cc->has_order = true;
         t->orders++;
-        cart_line *lines;
+        pt_cart_line *lines;
         int nl;
-        rc = cart_lines(doc, &lines, &nl, err);
+        rc = pt_cart_lines(doc, &lines, &nl, err);
         for (int j = 0; j < nl && rc == 0; j++) {
             if (lines[j].product < 0 || lines[j].product >= n || lines[j].quantity <= 0)
                 rc = md_error_set(err, MD_ERROR, MD_CODE_BAD_VALUE,
@@ -825,8 +825,8 @@ static int check_refs(check_cart *carts, size_t ncarts, resv_vec *r, bool reserv
     return 0;
 }
 
-int pt_cart_check(md_db *db, int64_t n, const int64_t *initial, bool reserving,
-                  pt_cart_totals *out, md_error *err)
+int pt_cart_check(md_db *db, int64_t n, const int64_t *initial, bool reserving, pt_cart_totals *out,
+                  md_error *err)
 {
     pt_cart_totals t = {0};
     int64_t *avail = bson_malloc0(sizeof *avail * (size_t)(n ? n : 1));
@@ -882,7 +882,7 @@ int pt_cart_check(md_db *db, int64_t n, const int64_t *initial, bool reserving,
 
 /* ---- the scenario ----------------------------------------------------------- */
 
-int cart_scenario_setup(md_db *db, const pt_setup_args *a, void **state, md_error *err)
+int pt_cart_scenario_setup(md_db *db, const pt_setup_args *a, void **state, md_error *err)
 {
     static const char *const colls[] = {CART_CARTS, CART_INVENTORIES, CART_PRODUCTS, CART_ORDERS};
     for (size_t i = 0; i < sizeof colls / sizeof *colls; i++) {
@@ -899,23 +899,23 @@ int cart_scenario_setup(md_db *db, const pt_setup_args *a, void **state, md_erro
     int rc = pt_cart_create_indexes(db, err);
     if (rc != 0)
         return rc;
-    cart_scenario_state *st = bson_malloc0(sizeof *st);
+    pt_cart_scenario_state *st = bson_malloc0(sizeof *st);
     st->nproducts = a && a->quick ? CART_SCENARIO_PRODUCTS_QUICK : CART_SCENARIO_PRODUCTS;
     st->initial = bson_malloc(sizeof *st->initial * (size_t)st->nproducts);
     for (int64_t i = 0; i < st->nproducts; i++)
         st->initial[i] = CART_SCENARIO_STOCK;
     rc = pt_cart_seed(db, st->nproducts, st->initial, CART_SCENARIO_PRODUCT_BYTES, err);
     if (rc != 0) {
-        cart_scenario_destroy(st);
+        pt_cart_scenario_destroy(st);
         return rc;
     }
     *state = st;
     return 0;
 }
 
-void cart_scenario_destroy(void *state)
+void pt_cart_scenario_destroy(void *state)
 {
-    cart_scenario_state *st = state;
+    pt_cart_scenario_state *st = state;
     if (!st)
         return;
     bson_free(st->initial);
@@ -930,9 +930,10 @@ void cart_scenario_destroy(void *state)
  * add (Ex 1) creates the cart.  The products are distinct (the simulator
  * may draw one twice, which the book's statements do not handle).
  */
-int cart_scenario_user(pt_user *u, cart_add_fn add, cart_checkout_fn checkout, md_error *err)
+int pt_cart_scenario_user(pt_user *u, pt_cart_add_fn add, pt_cart_checkout_fn checkout,
+                          md_error *err)
 {
-    cart_scenario_state *st = u->state;
+    pt_cart_scenario_state *st = u->state;
     bson_oid_t cart;
     int64_t picked[CART_SCENARIO_ITEMS];
     int npicked = 0;
@@ -976,7 +977,7 @@ static bool cart_is_active(md_db *db, const bson_oid_t *cart)
 {
     bson_t doc;
     bson_t *q = BCON_NEW("_id", BCON_OID(cart), "state", BCON_UTF8("active"));
-    int rc = cart_find_one(db, CART_CARTS, q, NULL, &doc, NULL);
+    int rc = pt_cart_find_one(db, CART_CARTS, q, NULL, &doc, NULL);
     bson_destroy(q);
     bson_destroy(&doc);
     return rc == 0;

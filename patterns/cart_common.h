@@ -20,41 +20,41 @@
 #define CART_ORDERS "orders"
 
 /* Writes done so far by one call, and where it is to stop (a dead client). */
-typedef struct cart_steps {
+typedef struct pt_cart_steps {
     int done;
     int crash_after; /* 0: never */
-} cart_steps;
+} pt_cart_steps;
 
-void cart_steps_init(cart_steps *s, const pt_cart_opts *o);
+void pt_cart_steps_init(pt_cart_steps *s, const pt_cart_opts *o);
 /* Count one write; true when the call must stop here (crash_after hit). */
-bool cart_step(cart_steps *s);
+bool pt_cart_step(pt_cart_steps *s);
 
 /* update/updateMany; *matched (may be NULL) gets matched + upserted. */
 #define CART_UPSERT 1
 #define CART_MULTI 2
-int cart_update(md_db *db, const char *coll, const bson_t *q, const bson_t *u, int flags,
-                int64_t *matched, md_error *err);
+int pt_cart_update(md_db *db, const char *coll, const bson_t *q, const bson_t *u, int flags,
+                   int64_t *matched, md_error *err);
 /* findOne: `out` always initialized (caller destroys); MD_NOTFOUND when
  * nothing matches.  `proj` may be NULL. */
-int cart_find_one(md_db *db, const char *coll, const bson_t *q, const bson_t *proj, bson_t *out,
-                  md_error *err);
+int pt_cart_find_one(md_db *db, const char *coll, const bson_t *q, const bson_t *proj, bson_t *out,
+                     md_error *err);
 
 /* A cart's product lines, read from a cart document. */
-typedef struct cart_line {
+typedef struct pt_cart_line {
     int64_t product;
     int32_t quantity;
-} cart_line;
+} pt_cart_line;
 /* The lines of `cart` (its "products" array) into a new array *lines
  * (caller frees with bson_free), count in *n.  MD_ECORRUPT if malformed. */
-int cart_lines(const bson_t *cart, cart_line **lines, int *n, md_error *err);
+int pt_cart_lines(const bson_t *cart, pt_cart_line **lines, int *n, md_error *err);
 
 /*
  * Ex 1 of both chapters: the upsert that adds a line to the active cart
  * (creating it).  MD_EEXISTS: the product is already in the cart;
  * MD_NOTFOUND: the cart exists but is no longer active.
  */
-int cart_add_line(md_db *db, const bson_oid_t *cart, const pt_cart_item *item, cart_steps *s,
-                  md_error *err);
+int pt_cart_add_line(md_db *db, const bson_oid_t *cart, const pt_cart_item *item, pt_cart_steps *s,
+                     md_error *err);
 
 /*
  * Give back a reservation of `cart` on `product` holding `quantity` (the
@@ -62,8 +62,8 @@ int cart_add_line(md_db *db, const bson_oid_t *cart, const pt_cart_item *item, c
  * reservation, only if that very reservation is still there.  *released
  * (may be NULL) tells whether it was.
  */
-int cart_release(md_db *db, int64_t product, const bson_oid_t *cart, int32_t quantity,
-                 cart_steps *s, bool *released, md_error *err);
+int pt_cart_release(md_db *db, int64_t product, const bson_oid_t *cart, int32_t quantity,
+                    pt_cart_steps *s, bool *released, md_error *err);
 
 /*
  * The end of a checkout once the cart is marked completed (5.5 Ex 8, 5.6
@@ -72,30 +72,31 @@ int cart_release(md_db *db, int64_t product, const bson_oid_t *cart, int32_t qua
  * `cart` is the cart document; `recovered` leaves shipping and payment
  * empty (the recovery job does not know them).
  */
-int cart_finish_checkout(md_db *db, const bson_t *cart, bool recovered, cart_steps *s,
-                         md_error *err);
+int pt_cart_finish_checkout(md_db *db, const bson_t *cart, bool recovered, pt_cart_steps *s,
+                            md_error *err);
 
 /* ---- the scenario (both chapters) ----------------------------------- */
 
 /* The scenario's shared state: the stock every product started with. */
-typedef struct cart_scenario_state {
+typedef struct pt_cart_scenario_state {
     int64_t nproducts;
     int64_t *initial;
-} cart_scenario_state;
+} pt_cart_scenario_state;
 
 /* Drop the four collections, create the book's indexes, seed the
  * products (1024-byte properties, as the simulator) and inventories. */
-int cart_scenario_setup(md_db *db, const pt_setup_args *a, void **state, md_error *err);
-void cart_scenario_destroy(void *state);
+int pt_cart_scenario_setup(md_db *db, const pt_setup_args *a, void **state, md_error *err);
+void pt_cart_scenario_destroy(void *state);
 
-typedef int (*cart_add_fn)(md_db *db, const bson_oid_t *cart, const pt_cart_item *item,
-                           const pt_cart_opts *o, md_error *err);
-typedef int (*cart_checkout_fn)(md_db *db, const bson_oid_t *cart, const pt_cart_opts *o,
-                                md_error *err);
+typedef int (*pt_cart_add_fn)(md_db *db, const bson_oid_t *cart, const pt_cart_item *item,
+                              const pt_cart_opts *o, md_error *err);
+typedef int (*pt_cart_checkout_fn)(md_db *db, const bson_oid_t *cart, const pt_cart_opts *o,
+                                   md_error *err);
 /* One simulated user: a new cart, 5 distinct random products each looked
  * up in products and added with quantity 1, then the checkout.  Running
  * out of stock is a status, not an error. */
-int cart_scenario_user(pt_user *u, cart_add_fn add, cart_checkout_fn checkout, md_error *err);
+int pt_cart_scenario_user(pt_user *u, pt_cart_add_fn add, pt_cart_checkout_fn checkout,
+                          md_error *err);
 
 #define CART_SCENARIO_ITEMS 5
 #define CART_SCENARIO_PRODUCTS 1000

@@ -35,19 +35,19 @@
 int pt_cart_nores_add(md_db *db, const bson_oid_t *cart, const pt_cart_item *item,
                       const pt_cart_opts *o, md_error *err)
 {
-    cart_steps s;
-    cart_steps_init(&s, o);
+    pt_cart_steps s;
+    pt_cart_steps_init(&s, o);
     if (item->quantity <= 0)
         return md_error_set(err, MD_EINVAL, MD_CODE_BAD_VALUE, "quantity must be positive");
-    return cart_add_line(db, cart, item, &s, err);
+    return pt_cart_add_line(db, cart, item, &s, err);
 }
 
 /* Ex 2 (corrected) or, with `pull`, the simulator's remove. */
 static int change_line(md_db *db, const bson_oid_t *cart, int64_t product, int32_t quantity,
                        bool pull, const pt_cart_opts *o, md_error *err)
 {
-    cart_steps s;
-    cart_steps_init(&s, o);
+    pt_cart_steps s;
+    pt_cart_steps_init(&s, o);
     int64_t matched = 0;
     bson_t *q = BCON_NEW("_id", BCON_OID(cart), "products._id", BCON_INT64(product), "state",
                          BCON_UTF8("active"));
@@ -56,12 +56,12 @@ static int change_line(md_db *db, const bson_oid_t *cart, int64_t product, int32
                                 "}")
                      : BCON_NEW("$set", "{", "modifiedOn", BCON_DATE_TIME(pt_now_ms()),
                                 "products.$.quantity", BCON_INT32(quantity), "}");
-    int rc = cart_update(db, CART_CARTS, q, u, 0, &matched, err);
+    int rc = pt_cart_update(db, CART_CARTS, q, u, 0, &matched, err);
     bson_destroy(q);
     bson_destroy(u);
     if (rc != 0)
         return rc;
-    if (cart_step(&s))
+    if (pt_cart_step(&s))
         return PT_CART_CRASHED;
     if (matched == 0)
         return md_error_set(err, MD_NOTFOUND, MD_CODE_OK, "no product %lld in an active cart",
@@ -78,8 +78,8 @@ int pt_cart_nores_update(md_db *db, const bson_oid_t *cart, int64_t product, int
     return change_line(db, cart, product, quantity, false, o, err);
 }
 
-int pt_cart_nores_remove(md_db *db, const bson_oid_t *cart, int64_t product,
-                         const pt_cart_opts *o, md_error *err)
+int pt_cart_nores_remove(md_db *db, const bson_oid_t *cart, int64_t product, const pt_cart_opts *o,
+                         md_error *err)
 {
     return change_line(db, cart, product, 0, true, o, err);
 }
@@ -87,20 +87,20 @@ int pt_cart_nores_remove(md_db *db, const bson_oid_t *cart, int64_t product,
 /* Ex 4, for the lines reserved[0..n):
  *   inventories.update({_id: product, "reservations._id": cart},
  *                      {$inc: {quantity: q}, $pull: {reservations: {_id: cart}}}) */
-static int give_back(md_db *db, const bson_oid_t *cart, const cart_line *reserved, int n,
-                     cart_steps *s, md_error *err)
+static int give_back(md_db *db, const bson_oid_t *cart, const pt_cart_line *reserved, int n,
+                     pt_cart_steps *s, md_error *err)
 {
     for (int i = 0; i < n; i++) {
         bson_t *q = BCON_NEW("_id", BCON_INT64(reserved[i].product), "reservations._id",
                              BCON_OID(cart));
         bson_t *u = BCON_NEW("$inc", "{", "quantity", BCON_INT32(reserved[i].quantity), "}",
                              "$pull", "{", "reservations", "{", "_id", BCON_OID(cart), "}", "}");
-        int rc = cart_update(db, CART_INVENTORIES, q, u, 0, NULL, err);
+        int rc = pt_cart_update(db, CART_INVENTORIES, q, u, 0, NULL, err);
         bson_destroy(q);
         bson_destroy(u);
         if (rc != 0)
             return rc;
-        if (cart_step(s))
+        if (pt_cart_step(s))
             return PT_CART_CRASHED;
     }
     return 0;
@@ -108,8 +108,8 @@ static int give_back(md_db *db, const bson_oid_t *cart, const cart_line *reserve
 
 /* Ex 3: reserve every line; the ones that succeeded are moved to the front
  * of lines[] and counted in *nok; *failed tells whether one did not. */
-static int reserve_all(md_db *db, const bson_oid_t *cart, cart_line *lines, int n, int *nok,
-                       bool *failed, cart_steps *s, md_error *err)
+static int reserve_all(md_db *db, const bson_oid_t *cart, pt_cart_line *lines, int n, int *nok,
+                       bool *failed, pt_cart_steps *s, md_error *err)
 {
     *nok = 0;
     *failed = false;
@@ -121,7 +121,7 @@ static int reserve_all(md_db *db, const bson_oid_t *cart, cart_line *lines, int 
                              "$push", "{", "reservations", "{", "quantity",
                              BCON_INT32(lines[i].quantity), "_id", BCON_OID(cart), "createdOn",
                              BCON_DATE_TIME(pt_now_ms()), "}", "}");
-        int rc = cart_update(db, CART_INVENTORIES, q, u, 0, &matched, err);
+        int rc = pt_cart_update(db, CART_INVENTORIES, q, u, 0, &matched, err);
         bson_destroy(q);
         bson_destroy(u);
         if (rc != 0)
@@ -130,25 +130,24 @@ static int reserve_all(md_db *db, const bson_oid_t *cart, cart_line *lines, int 
             lines[(*nok)++] = lines[i];
         else
             *failed = true;
-        if (cart_step(s))
+        if (pt_cart_step(s))
             return PT_CART_CRASHED;
     }
     return 0;
 }
 
-int pt_cart_nores_checkout(md_db *db, const bson_oid_t *cart, const pt_cart_opts *o,
-                           md_error *err)
+int pt_cart_nores_checkout(md_db *db, const bson_oid_t *cart, const pt_cart_opts *o, md_error *err)
 {
-    cart_steps s;
-    cart_steps_init(&s, o);
+    pt_cart_steps s;
+    pt_cart_steps_init(&s, o);
     bson_t doc;
     bson_t *q = BCON_NEW("_id", BCON_OID(cart), "state", BCON_UTF8("active"));
-    cart_line *lines = NULL;
+    pt_cart_line *lines = NULL;
     int nl = 0, nok = 0;
     bool failed = false;
-    int rc = cart_find_one(db, CART_CARTS, q, NULL, &doc, err);
+    int rc = pt_cart_find_one(db, CART_CARTS, q, NULL, &doc, err);
     if (rc == 0)
-        rc = cart_lines(&doc, &lines, &nl, err);
+        rc = pt_cart_lines(&doc, &lines, &nl, err);
     if (rc == 0 && nl == 0)
         rc = md_error_set(err, MD_NOTFOUND, MD_CODE_OK, "the cart is empty");
     else if (rc == MD_NOTFOUND)
@@ -162,16 +161,16 @@ int pt_cart_nores_checkout(md_db *db, const bson_oid_t *cart, const pt_cart_opts
     } else if (rc == 0) {
         int64_t matched = 0;
         bson_t *u = BCON_NEW("$set", "{", "state", BCON_UTF8("completed"), "}");
-        rc = cart_update(db, CART_CARTS, q, u, 0, &matched, err);
+        rc = pt_cart_update(db, CART_CARTS, q, u, 0, &matched, err);
         bson_destroy(u);
-        if (rc == 0 && cart_step(&s)) {
+        if (rc == 0 && pt_cart_step(&s)) {
             rc = PT_CART_CRASHED;
         } else if (rc == 0 && matched == 0) {
             rc = give_back(db, cart, lines, nok, &s, err);
             if (rc == 0)
                 rc = md_error_set(err, MD_NOTFOUND, MD_CODE_OK, "the cart expired meanwhile");
         } else if (rc == 0) {
-            rc = cart_finish_checkout(db, &doc, false, &s, err);
+            rc = pt_cart_finish_checkout(db, &doc, false, &s, err);
         }
     }
     bson_free(lines);
@@ -184,12 +183,12 @@ int pt_cart_nores_checkout(md_db *db, const bson_oid_t *cart, const pt_cart_opts
 
 static int user_checkout(pt_user *u, md_error *err)
 {
-    return cart_scenario_user(u, pt_cart_nores_add, pt_cart_nores_checkout, err);
+    return pt_cart_scenario_user(u, pt_cart_nores_add, pt_cart_nores_checkout, err);
 }
 
 static int check(md_db *db, void *state, md_error *err)
 {
-    cart_scenario_state *st = state;
+    pt_cart_scenario_state *st = state;
     pt_cart_totals t;
     int rc = pt_cart_check(db, st->nproducts, st->initial, false, &t, err);
     if (rc == 0 && t.reservations != 0)
@@ -214,9 +213,9 @@ static const pt_scenario scenario = {
         .book_wt = {62.607, 26075.901, 12410.047, 36122.769, 39481.372, 41308.47, 20.228,
                     44646.7},
     }},
-    .setup = cart_scenario_setup,
+    .setup = pt_cart_scenario_setup,
     .check = check,
-    .destroy = cart_scenario_destroy,
+    .destroy = pt_cart_scenario_destroy,
 };
 
 const pt_pattern pt_pattern_cart_no_reservation = {

@@ -47,7 +47,7 @@ static int reserve(md_db *db, const bson_oid_t *cart, int64_t product, int32_t q
     bson_t *u = BCON_NEW("$inc", "{", "quantity", BCON_INT32(-quantity), "}", "$push", "{",
                          "reservations", "{", "quantity", BCON_INT32(quantity), "_id",
                          BCON_OID(cart), "createdOn", BCON_DATE_TIME(pt_now_ms()), "}", "}");
-    int rc = cart_update(db, CART_INVENTORIES, q, u, 0, matched, err);
+    int rc = pt_cart_update(db, CART_INVENTORIES, q, u, 0, matched, err);
     bson_destroy(q);
     bson_destroy(u);
     return rc;
@@ -59,7 +59,7 @@ static int still_active(md_db *db, const bson_oid_t *cart, md_error *err)
     bson_t doc;
     bson_t *q = BCON_NEW("_id", BCON_OID(cart), "state", BCON_UTF8("active"));
     bson_t *proj = BCON_NEW("_id", BCON_INT32(1));
-    int rc = cart_find_one(db, CART_CARTS, q, proj, &doc, err);
+    int rc = pt_cart_find_one(db, CART_CARTS, q, proj, &doc, err);
     bson_destroy(q);
     bson_destroy(proj);
     bson_destroy(&doc);
@@ -68,19 +68,19 @@ static int still_active(md_db *db, const bson_oid_t *cart, md_error *err)
 
 #define STEP(s)                                                                   \
     do {                                                                          \
-        if (cart_step(s))                                                         \
+        if (pt_cart_step(s))                                                      \
             return PT_CART_CRASHED;                                               \
     } while (0)
 
 int pt_cart_res_add(md_db *db, const bson_oid_t *cart, const pt_cart_item *item,
                     const pt_cart_opts *o, md_error *err)
 {
-    cart_steps s;
+    pt_cart_steps s;
     int64_t matched = 0;
-    cart_steps_init(&s, o);
+    pt_cart_steps_init(&s, o);
     if (item->quantity <= 0)
         return md_error_set(err, MD_EINVAL, MD_CODE_BAD_VALUE, "quantity must be positive");
-    int rc = cart_add_line(db, cart, item, &s, err);
+    int rc = pt_cart_add_line(db, cart, item, &s, err);
     if (rc != 0)
         return rc;
     rc = reserve(db, cart, item->product, item->quantity, &matched, err);
@@ -93,7 +93,7 @@ int pt_cart_res_add(md_db *db, const bson_oid_t *cart, const pt_cart_item *item,
         bson_t *u = BCON_NEW("$set", "{", "modifiedOn", BCON_DATE_TIME(pt_now_ms()), "}",
                              "$pull", "{", "products", "{", "_id", BCON_INT64(item->product),
                              "}", "}");
-        rc = cart_update(db, CART_CARTS, q, u, 0, NULL, err);
+        rc = pt_cart_update(db, CART_CARTS, q, u, 0, NULL, err);
         bson_destroy(q);
         bson_destroy(u);
         if (rc != 0)
@@ -104,7 +104,7 @@ int pt_cart_res_add(md_db *db, const bson_oid_t *cart, const pt_cart_item *item,
     }
     rc = still_active(db, cart, err);
     if (rc == MD_NOTFOUND) {
-        rc = cart_release(db, item->product, cart, item->quantity, &s, NULL, err);
+        rc = pt_cart_release(db, item->product, cart, item->quantity, &s, NULL, err);
         if (rc != 0)
             return rc;
         return md_error_set(err, MD_NOTFOUND, MD_CODE_OK, "the cart expired meanwhile");
@@ -124,20 +124,20 @@ int pt_cart_res_add(md_db *db, const bson_oid_t *cart, const pt_cart_item *item,
 int pt_cart_res_update(md_db *db, const bson_oid_t *cart, int64_t product, int32_t quantity,
                        const pt_cart_opts *o, md_error *err)
 {
-    cart_steps s;
-    cart_steps_init(&s, o);
+    pt_cart_steps s;
+    pt_cart_steps_init(&s, o);
     if (quantity <= 0)
         return md_error_set(err, MD_EINVAL, MD_CODE_BAD_VALUE,
                             "quantity must be positive (remove the product instead)");
     bson_t doc;
     bson_t *q = BCON_NEW("_id", BCON_OID(cart), "products._id", BCON_INT64(product), "state",
                          BCON_UTF8("active"));
-    int rc = cart_find_one(db, CART_CARTS, q, NULL, &doc, err);
-    cart_line *lines = NULL;
+    int rc = pt_cart_find_one(db, CART_CARTS, q, NULL, &doc, err);
+    pt_cart_line *lines = NULL;
     int nl = 0;
     int32_t old = 0;
     if (rc == 0)
-        rc = cart_lines(&doc, &lines, &nl, err);
+        rc = pt_cart_lines(&doc, &lines, &nl, err);
     bson_destroy(&doc);
     for (int i = 0; i < nl; i++)
         if (lines[i].product == product)
@@ -155,9 +155,9 @@ int pt_cart_res_update(md_db *db, const bson_oid_t *cart, int64_t product, int32
     bool stop;
     bson_t *u = BCON_NEW("$set", "{", "modifiedOn", BCON_DATE_TIME(pt_now_ms()),
                          "products.$.quantity", BCON_INT32(quantity), "}");
-    rc = cart_update(db, CART_CARTS, q, u, 0, &matched, err);
+    rc = pt_cart_update(db, CART_CARTS, q, u, 0, &matched, err);
     bson_destroy(u);
-    stop = rc == 0 && cart_step(&s);
+    stop = rc == 0 && pt_cart_step(&s);
     if (rc != 0 || stop || matched == 0) {
         bson_destroy(q);
         if (rc != 0 || stop)
@@ -170,10 +170,10 @@ int pt_cart_res_update(md_db *db, const bson_oid_t *cart, int64_t product, int32
     bson_t *iu = BCON_NEW("$inc", "{", "quantity", BCON_INT32(-delta), "}", "$set", "{",
                           "reservations.$.quantity", BCON_INT32(quantity), "modifiedOn",
                           BCON_DATE_TIME(pt_now_ms()), "}");
-    rc = cart_update(db, CART_INVENTORIES, iq, iu, 0, &matched, err);
+    rc = pt_cart_update(db, CART_INVENTORIES, iq, iu, 0, &matched, err);
     bson_destroy(iq);
     bson_destroy(iu);
-    stop = rc == 0 && cart_step(&s);
+    stop = rc == 0 && pt_cart_step(&s);
     if (rc != 0 || stop || matched > 0) {
         bson_destroy(q);
         return rc != 0 ? rc : stop ? PT_CART_CRASHED : 0;
@@ -181,7 +181,7 @@ int pt_cart_res_update(md_db *db, const bson_oid_t *cart, int64_t product, int32
     /* Ex 6: not enough stock (or the reservation is gone): old quantity back. */
     u = BCON_NEW("$set", "{", "modifiedOn", BCON_DATE_TIME(pt_now_ms()), "products.$.quantity",
                  BCON_INT32(old), "}");
-    rc = cart_update(db, CART_CARTS, q, u, 0, NULL, err);
+    rc = pt_cart_update(db, CART_CARTS, q, u, 0, NULL, err);
     bson_destroy(u);
     bson_destroy(q);
     if (rc != 0)
@@ -200,35 +200,35 @@ int pt_cart_res_update(md_db *db, const bson_oid_t *cart, int64_t product, int32
  * reservation, which expiry handles; the other order would leave a
  * reservation no cart line mentions.
  */
-int pt_cart_res_remove(md_db *db, const bson_oid_t *cart, int64_t product,
-                       const pt_cart_opts *o, md_error *err)
+int pt_cart_res_remove(md_db *db, const bson_oid_t *cart, int64_t product, const pt_cart_opts *o,
+                       md_error *err)
 {
-    cart_steps s;
-    cart_steps_init(&s, o);
+    pt_cart_steps s;
+    pt_cart_steps_init(&s, o);
     bson_t doc;
     bson_t *q = BCON_NEW("_id", BCON_OID(cart), "products._id", BCON_INT64(product), "state",
                          BCON_UTF8("active"));
-    int rc = cart_find_one(db, CART_CARTS, q, NULL, &doc, err);
-    cart_line *lines = NULL;
+    int rc = pt_cart_find_one(db, CART_CARTS, q, NULL, &doc, err);
+    pt_cart_line *lines = NULL;
     int nl = 0;
     int32_t quantity = 0;
     if (rc == 0)
-        rc = cart_lines(&doc, &lines, &nl, err);
+        rc = pt_cart_lines(&doc, &lines, &nl, err);
     bson_destroy(&doc);
     for (int i = 0; i < nl; i++)
         if (lines[i].product == product)
             quantity = lines[i].quantity;
     bson_free(lines);
     if (rc == 0)
-        rc = cart_release(db, product, cart, quantity, &s, NULL, err);
+        rc = pt_cart_release(db, product, cart, quantity, &s, NULL, err);
     if (rc == 0) {
         int64_t matched = 0;
         bson_t *u = BCON_NEW("$set", "{", "modifiedOn", BCON_DATE_TIME(pt_now_ms()), "}",
                              "$pull", "{", "products", "{", "_id", BCON_INT64(product), "}",
                              "}");
-        rc = cart_update(db, CART_CARTS, q, u, 0, &matched, err);
+        rc = pt_cart_update(db, CART_CARTS, q, u, 0, &matched, err);
         bson_destroy(u);
-        if (rc == 0 && cart_step(&s))
+        if (rc == 0 && pt_cart_step(&s))
             rc = PT_CART_CRASHED;
         else if (rc == 0 && matched == 0)
             rc = MD_NOTFOUND;
@@ -251,18 +251,17 @@ int pt_cart_res_remove(md_db *db, const bson_oid_t *cart, int64_t product,
  * 5.6 Ex 5 and the simulator).  Marking first is what keeps the expiry job
  * from returning stock this checkout sells.  An empty cart is refused.
  */
-int pt_cart_res_checkout(md_db *db, const bson_oid_t *cart, const pt_cart_opts *o,
-                         md_error *err)
+int pt_cart_res_checkout(md_db *db, const bson_oid_t *cart, const pt_cart_opts *o, md_error *err)
 {
-    cart_steps s;
-    cart_steps_init(&s, o);
+    pt_cart_steps s;
+    pt_cart_steps_init(&s, o);
     bson_t doc;
     bson_t *q = BCON_NEW("_id", BCON_OID(cart), "state", BCON_UTF8("active"));
-    int rc = cart_find_one(db, CART_CARTS, q, NULL, &doc, err);
-    cart_line *lines = NULL;
+    int rc = pt_cart_find_one(db, CART_CARTS, q, NULL, &doc, err);
+    pt_cart_line *lines = NULL;
     int nl = 0;
     if (rc == 0)
-        rc = cart_lines(&doc, &lines, &nl, err);
+        rc = pt_cart_lines(&doc, &lines, &nl, err);
     bson_free(lines);
     if (rc == 0 && nl == 0)
         rc = md_error_set(err, MD_NOTFOUND, MD_CODE_OK, "the cart is empty");
@@ -271,14 +270,14 @@ int pt_cart_res_checkout(md_db *db, const bson_oid_t *cart, const pt_cart_opts *
     if (rc == 0) {
         int64_t matched = 0;
         bson_t *u = BCON_NEW("$set", "{", "state", BCON_UTF8("completed"), "}");
-        rc = cart_update(db, CART_CARTS, q, u, 0, &matched, err);
+        rc = pt_cart_update(db, CART_CARTS, q, u, 0, &matched, err);
         bson_destroy(u);
-        if (rc == 0 && cart_step(&s))
+        if (rc == 0 && pt_cart_step(&s))
             rc = PT_CART_CRASHED;
         else if (rc == 0 && matched == 0)
             rc = md_error_set(err, MD_NOTFOUND, MD_CODE_OK, "the cart expired meanwhile");
         else if (rc == 0)
-            rc = cart_finish_checkout(db, &doc, false, &s, err);
+            rc = pt_cart_finish_checkout(db, &doc, false, &s, err);
     }
     bson_destroy(&doc);
     bson_destroy(q);
@@ -289,12 +288,12 @@ int pt_cart_res_checkout(md_db *db, const bson_oid_t *cart, const pt_cart_opts *
 
 static int user_checkout(pt_user *u, md_error *err)
 {
-    return cart_scenario_user(u, pt_cart_res_add, pt_cart_res_checkout, err);
+    return pt_cart_scenario_user(u, pt_cart_res_add, pt_cart_res_checkout, err);
 }
 
 static int check(md_db *db, void *state, md_error *err)
 {
-    cart_scenario_state *st = state;
+    pt_cart_scenario_state *st = state;
     pt_cart_totals t;
     int rc = pt_cart_check(db, st->nproducts, st->initial, true, &t, err);
     if (rc == 0 && t.active != 0)
@@ -319,9 +318,9 @@ static const pt_scenario scenario = {
         .book_wt = {108.916, 63597.036, 27672.244, 83614.989, 87405.772, 89546.218, 41.414,
                     93681.381},
     }},
-    .setup = cart_scenario_setup,
+    .setup = pt_cart_scenario_setup,
     .check = check,
-    .destroy = cart_scenario_destroy,
+    .destroy = pt_cart_scenario_destroy,
 };
 
 const pt_pattern pt_pattern_cart_reservation = {
