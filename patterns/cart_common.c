@@ -540,6 +540,11 @@ int pt_cart_expire(md_db *db, int64_t cutoff_ms, const pt_cart_opts *o, int64_t 
     return rc;
 }
 
+static int cmp_resv_cart(const void *a, const void *b)
+{
+    return bson_oid_compare(&((const cart_resv *)a)->cart, &((const cart_resv *)b)->cart);
+}
+
 /*
  * Reservations created at or before cutoff_ms whose cart is not active: a
  * client or a job stopped between two writes.  Expired (or unknown) cart:
@@ -558,8 +563,14 @@ int pt_cart_recover(md_db *db, int64_t cutoff_ms, const pt_cart_opts *o, int64_t
                          BCON_DATE_TIME(cutoff_ms), "}", "}", "}");
     int rc = scan_reservations(db, q, NULL, cutoff_ms, &r, err);
     bson_destroy(q);
+    if (r.n)
+        qsort(r.v, r.n, sizeof *r.v, cmp_resv_cart);
     for (size_t i = 0; i < r.n && rc == 0; i++) {
         bson_t cart;
+        if (i > 0 && bson_oid_equal(&r.v[i].cart, &r.v[i - 1].cart) && r.v[i - 1].created < 0) {
+            r.v[i].created = -1; /* a completed cart, finished above with all of them */
+            continue;
+        }
         bson_t *cq = BCON_NEW("_id", BCON_OID(&r.v[i].cart));
         int frc = pt_cart_find_one(db, CART_CARTS, cq, NULL, &cart, err);
         bson_destroy(cq);
@@ -572,6 +583,7 @@ int pt_cart_recover(md_db *db, int64_t cutoff_ms, const pt_cart_opts *o, int64_t
         } else if (strcmp(state, "active") == 0) {
             /* live */
         } else if (strcmp(state, "completed") == 0) {
+            r.v[i].created = -1;
             rc = pt_cart_finish_checkout(db, &cart, true, &s, err);
             if (rc == 0 && nrecovered)
                 (*nrecovered)++;

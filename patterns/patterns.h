@@ -302,7 +302,7 @@ int pt_cart_res_checkout(md_db *db, const bson_oid_t *cart, const pt_cart_opts *
  * created at or before cutoff_ms: those of expired carts are given back,
  * those of completed carts are rolled forward (order inserted if missing,
  * reservations pulled).  pt_cart_cleanup runs both.  Counts (may be NULL):
- * carts expired, reservations recovered.
+ * carts expired; reservations given back plus checkouts finished.
  */
 int pt_cart_expire(md_db *db, int64_t cutoff_ms, const pt_cart_opts *o, int64_t *nexpired,
                    md_error *err);

@@ -472,6 +472,53 @@ Test(cart_reservation, every_failure_point_is_repaired_by_the_cleanup_job)
     }
 }
 
+Test(cart_reservation, a_stopped_checkout_is_rolled_forward_and_a_stopped_expiry_finished)
+{
+    ptt_db t;
+    PTT_FOR_EACH_ENGINE(t)
+    {
+        int64_t initial[2], n = 0;
+        bson_oid_t cart, stale;
+        md_error err;
+        pt_cart_totals tot;
+        char st[32], hex[25], f[96];
+        seed(&t, 2, 5, initial);
+        bson_oid_init(&cart, NULL);
+        bson_oid_init(&stale, NULL);
+        cr_assert_eq(add(&t, &cart, 0, 2, 0), 0);
+        cr_assert_eq(add(&t, &cart, 1, 1, 0), 0);
+        cr_assert_eq(add(&t, &stale, 1, 3, 0), 0);
+        /* The checkout's client dies right after marking the cart. */
+        cr_assert_eq(pt_cart_res_checkout(t.db, &cart, &(pt_cart_opts){1}, &err),
+                     PT_CART_CRASHED);
+        cr_assert_str_eq(cart_state(&t, &cart, st), "completed");
+        cr_assert_neq(pt_cart_check(t.db, 2, initial, true, NULL, &err), 0);
+        cr_assert(strstr(err.message, "no order"), "[%s] %s", t.engine, err.message);
+        /* The expiry job dies right after marking the stale cart. */
+        cr_assert_eq(pt_cart_expire(t.db, pt_now_ms(), &(pt_cart_opts){1}, &n, &err),
+                     PT_CART_CRASHED);
+        cr_assert_str_eq(cart_state(&t, &stale, st), "expired");
+        cr_assert_eq(stock_of(&t, 1), 1);
+        cr_assert_eq(pt_cart_recover(t.db, pt_now_ms(), NULL, &n, &err), 0, "[%s] %s", t.engine,
+                     err.message);
+        cr_assert_eq(n, 2, "[%s] one checkout finished, one reservation given back", t.engine);
+        bson_oid_to_string(&cart, hex);
+        snprintf(f, sizeof f, "{\"_id\": {\"$oid\": \"%s\"}, \"recovered\": true}", hex);
+        bson_t *o = get_doc(&t, "orders", f);
+        cr_assert_not_null(o, "[%s] the recovery inserted the order", t.engine);
+        cr_assert_eq(count_array(o, "products"), 2);
+        bson_destroy(o);
+        cr_assert_eq(stock_of(&t, 0), 3);
+        cr_assert_eq(stock_of(&t, 1), 4);
+        must_hold(&t, 2, initial, &tot);
+        cr_assert_eq(tot.sold, 3);
+        cr_assert_eq(tot.reservations, 0);
+        /* Nothing left for a second run. */
+        cr_assert_eq(pt_cart_recover(t.db, pt_now_ms(), NULL, &n, &err), 0);
+        cr_assert_eq(n, 0);
+    }
+}
+
 /* ---- many clients ---------------------------------------------------------- */
 
 Test(cart_reservation, contention_without_failures_keeps_the_books_balanced)
