@@ -476,10 +476,13 @@ int pt_account_balance(md_db *db, const char *name, int64_t *balance, md_error *
 int pt_account_txn_create(md_db *db, const char *source, const char *destination,
                           int64_t amount, bson_oid_t *id, md_error *err);
 /* Apply an initial transaction: pending, debit, credit, committed, clear
- * both accounts, done (7 writes).  MD_NOTFOUND: it could not proceed (not
- * initial, an account missing, insufficient funds) and was rolled back to
- * canceled. */
-int pt_account_apply(md_db *db, const bson_oid_t *id, const pt_account_opts *o, md_error *err);
+ * both accounts, done (7 writes) -- or, given the `application` that
+ * claimed it (pt_account_claim), a pending one tagged with it (6 writes:
+ * no state change to pending).  MD_NOTFOUND: not ours to apply (another
+ * state or application), or it could not proceed (an account missing,
+ * insufficient funds) and was rolled back to canceled. */
+int pt_account_apply(md_db *db, const bson_oid_t *id, const char *application,
+                     const pt_account_opts *o, md_error *err);
 /* create + apply (8 writes); *id (may be NULL) gets the transaction. */
 int pt_account_transfer(md_db *db, const char *source, const char *destination,
                         int64_t amount, const pt_account_opts *o, bson_oid_t *id,
@@ -501,7 +504,8 @@ int pt_account_claim(md_db *db, const char *application, bson_oid_t *id, md_erro
  * (may be NULL) counts them. */
 int pt_account_recover(md_db *db, int64_t cutoff_ms, const pt_account_opts *o, int *nrecovered,
                        md_error *err);
-/* The invariants: the balances sum to `total` (pass -1 to skip), none is
+/* The invariants: the balances sum to `total` (pass -1 to skip; less the
+ * amounts half-applied transactions hold in flight, none when settled), none is
  * negative, and each account's balance is `initial` plus its done credits
  * minus its done debits (pass -1 to skip: accounts of mixed opening
  * balances) -- so no transaction was applied twice or half.  `settled`

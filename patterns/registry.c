@@ -21,6 +21,7 @@ const pt_pattern *const pt_patterns[] = {
     /* 5.7 */
     &pt_pattern_theater,
     /* 5.8 */
+    &pt_pattern_account,
     /* 5.9 */
     &pt_pattern_timeseries,
     /* 5.10 */
