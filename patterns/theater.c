@@ -45,6 +45,11 @@
  * removes (the book's, on {_id} alone, run twice would free seats someone
  * else had since taken).  Receipts use the cart's _id so a finished
  * checkout can be redone without a second receipt.
+ *
+ * One client per cart, as in the book: a cart's reserve and checkout do
+ * not run at the same time (checkout's multi $pull would also take a
+ * reservation whose reserve is between its two writes, leaving its seats
+ * taken by nobody).  Expiry may run beside anything.
  */
 #include <stdio.h>
 #include <stdlib.h>
