@@ -113,6 +113,37 @@ Test(pt_theater, session_copies_the_theater_and_reserve_takes_all_or_none)
     }
 }
 
+/* "Allows for any type of seated venue layout": a jagged theater. */
+Test(pt_theater, jagged_layouts_and_seats_that_do_not_exist)
+{
+    ptt_db t;
+    PTT_FOR_EACH_ENGINE(t) {
+        md_error err;
+        bson_destroy(PTT_OK(&t, "{\"insert\": \"theaters\", \"documents\": [{\"_id\": "
+                                "{\"$numberLong\": \"3\"}, \"name\": \"Jagged\", \"seats\": "
+                                "[[0], [0, 0], [0, 0, 0]], \"seatsAvailable\": 6}]}"));
+        cr_assert_eq(pt_theater_add_session(t.db, 3, 1, "Short", "A short film", 0, 0, 8, &err),
+                     0, "[%s] %s", t.engine, err.message);
+        cr_assert_eq(field_of(&t, "sessions", 1, "seatsAvailable"), 6);
+        cr_assert_eq(pt_theater_cart_create(t.db, 1, &err), 0);
+        pt_seat missing[] = {{0, 1}}, off[] = {{5, 0}}, back[] = {{2, 1}, {2, 2}};
+        cr_assert_eq(pt_theater_reserve(t.db, 1, 1, missing, 1, NULL, &err), MD_NOTFOUND,
+                     "[%s] a seat past the end of a short row", t.engine);
+        cr_assert_eq(pt_theater_reserve(t.db, 1, 1, off, 1, NULL, &err), MD_NOTFOUND);
+        cr_assert_eq(pt_theater_reserve(t.db, 1, 9, back, 2, NULL, &err), MD_NOTFOUND,
+                     "[%s] no such session", t.engine);
+        cr_assert_eq(pt_theater_reserve(t.db, 1, 1, back, 2, NULL, &err), 0);
+        cr_assert_eq(field_of(&t, "sessions", 1, "seatsAvailable"), 4);
+        bson_t *s = find_one(&t, "sessions", 1);
+        cr_assert(!ptt_has(s, "seats.0.1"), "[%s] the layout grew", t.engine);
+        cr_assert_eq(ptt_i64(s, "reservations.0.total"), 16);
+        bson_destroy(s);
+        expect_check(&t, true);
+        cr_assert_eq(pt_theater_checkout(t.db, 1, NULL, &err), 0);
+        expect_check(&t, true);
+    }
+}
+
 Test(pt_theater, release_gives_seats_back_once)
 {
     ptt_db t;
