@@ -16,7 +16,7 @@
  * record stores"); the rest are added here as they do. */
 static bool capped_engine(const char *name)
 {
-    static const char *const ready[] = {"ephemeralForTest", NULL};
+    static const char *const ready[] = {"ephemeralForTest", "mmapv1", NULL};
     for (int i = 0; ready[i]; i++)
         if (strcmp(ready[i], name) == 0)
             return true;
@@ -514,8 +514,13 @@ Test(q_capped, convert_to_capped_and_emptycapped)
 {
     tdb t;
     int v[64];
+    char pad[301];
+    memset(pad, 'p', 300);
+    pad[300] = 0;
     FOR_CAPPED_ENGINE(t) {
-        insert_range(&t, 0, 20);
+        for (int i = 0; i < 20; i++)
+            T_RUN(&t, "{\"insert\": \"c\", \"documents\": [{\"_id\": %d, \"x\": %d, \"p\": "
+                      "\"%s\"}]}", i, i, pad);
         T_RUN(&t, "{\"createIndexes\": \"c\", \"indexes\": [{\"key\": {\"x\": 1}, \"name\": "
                   "\"x_1\"}]}");
         T_RUN(&t, "{\"convertToCapped\": \"c\", \"size\": 100000}");
@@ -535,8 +540,8 @@ Test(q_capped, convert_to_capped_and_emptycapped)
         cr_assert_eq(t_i64(r, "writeErrors.0.code"), 20, "[%s] now capped", t.engine);
         bson_destroy(r);
         assert_valid(&t);
-        /* a smaller ring keeps the newest */
-        T_RUN(&t, "{\"convertToCapped\": \"c\", \"size\": 256}");
+        /* a smaller ring keeps the newest (20 documents of 330 bytes) */
+        T_RUN(&t, "{\"convertToCapped\": \"c\", \"size\": 4096}");
         n = find_ids(&t, "{\"find\": \"c\"}", v, 64);
         cr_assert(n > 0 && n < 20, "[%s] %d left", t.engine, n);
         cr_assert_eq(v[n - 1], 19);
