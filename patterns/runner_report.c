@@ -370,6 +370,12 @@ static void md_fig_row(FILE *f, const char *op, const char *engine, const char *
 static void md_scenario(FILE *f, const rn_run *run, const rn_scenario *s)
 {
     fprintf(f, "\n#### %s: %s\n\n", s->sc->name, s->sc->title);
+    for (int e = 0; e < RN_MAX_ENGINES; e++)
+        if (s->r[e]) {
+            fprintf(f, "Rate x%g, %d clients, %d x %d ms. ", s->r[e]->rate_scale,
+                    s->r[e]->clients, s->r[e]->iterations, s->r[e]->resolution_ms);
+            break;
+        }
     if (s->sc->script)
         fprintf(f, "Simulator scenario: `%s`.\n\n", s->sc->script);
     fprintf(f, "| op | engine | | Runtime | Mean | Std Dev | 75%% | 95%% | 99%% | Min | Max |\n"
@@ -442,7 +448,7 @@ static void print_queue(FILE *f, const rn_run *run)
     const pt_op_result *m, *b;
     if (!queue_fetch(run, &m, &b))
         return;
-    fprintf(f, "   queue: mean %s latency mmapv1 %.3f ms, btree %.3f ms, ratio %.2f "
+    fprintf(f, "   queue: mean %s latency mmapv1 %.3f ms, btree %.3f ms, ratio %.3g "
                "(book: 15195.361 / 48.493 = 313.3)\n",
             m->name, m->fig.mean, b->fig.mean, b->fig.mean > 0 ? m->fig.mean / b->fig.mean : 0);
 }
@@ -461,7 +467,7 @@ static void md_queue(FILE *f, const rn_run *run)
             "\n### The Queue: readers behind the collection write lock (%s)\n\n"
             "At the book's publisher/reader ratio (1000:300 users per second, here x%g), "
             "the mean `%s` latency is **%.3f ms on mmapv1** and **%.3f ms on btree**, a "
-            "ratio of **%.2f** (the book: 15195.361 / 48.493 ms = 313.3)",
+            "ratio of **%.3g** (the book: 15195.361 / 48.493 ms = 313.3)",
             s->sc->name, rm->rate_scale, m->name, m->fig.mean, b->fig.mean,
             b->fig.mean > 0 ? m->fig.mean / b->fig.mean : 0.0);
     if (pm && pb)
@@ -514,8 +520,8 @@ int rn_write_markdown(const rn_run *run, const char *dir)
             "open database; every op starts its users each iteration (%d iterations of "
             "%d ms, type `linear`), spread evenly across the iteration (`slicetime`); "
             "a user's latency runs from its scheduled start to its end, so waiting for "
-            "a free client or a lock counts. Users per iteration are the book's x **%g** "
-            "(`--rate-scale`): the book's load, made for a server over TCP, leaves an "
+            "a free client or a lock counts. Users per iteration are the book's x **%g**%s "
+            "(`--rate-scale`; each table gives its own): the book's load, made for a server over TCP, leaves an "
             "embedded engine mostly idle. Runtime is the wall time of the run, in seconds; "
             "the rest is in milliseconds. Percentiles come from a log-linear "
             "(HdrHistogram-style) histogram within 1%% of the exact value; the mean and "
@@ -523,7 +529,8 @@ int rn_write_markdown(const rn_run *run, const char *dir)
             "(no network, no server); the point is the direction and its cause.\n\n",
             run->cmdline, run->started, ncpu, run->total_s, run->opts.processes *
             run->opts.pool_size, run->opts.processes, run->opts.pool_size,
-            run->opts.iterations, run->opts.resolution_ms, run->opts.rate_scale);
+            run->opts.iterations, run->opts.resolution_ms, run->opts.rate_scale,
+            run->scale_note);
 
     fprintf(f, "## Verdicts\n\n"
                "The winner is the engine with the lower sum of the mean latencies of the "
