@@ -313,6 +313,15 @@ typedef struct bt_tree {
     bool unlink_now; /* an aborted create: its file is in no checkpoint */
     bool compact;    /* rewrite into a new file at the next checkpoint */
     bt_overlay ov;   /* uncommitted and not yet dropped versions */
+    /* Capped record stores (bt_capped.c): the options, from the metadata
+     * entry "rsopt:<ident>" (set under the exclusive latch), and the
+     * changes to count and data_size made by the one transaction writing
+     * to the store (cap_txn; the caller lets one at a time write), which
+     * the committed counters above do not show yet. */
+    bool capped;
+    int64_t capped_size, capped_max;
+    uint64_t cap_txn;
+    int64_t cap_dcount, cap_dbytes;
 } bt_tree;
 
 bt_page *bt_page_new(int type);
@@ -644,6 +653,23 @@ int bt_log_ckpt_begin(bt_engine *e, uint64_t *lsn, md_error *err);
 void bt_log_ckpt_done(bt_engine *e, uint64_t lsn);
 void bt_log_close(bt_engine *e);
 void bt_log_status(bt_engine *e, bson_t *sub);
+
+/* bt_capped.c: capped record stores (eng.h), as WiredTiger's capped
+ * record store: RecordIds increase, the oldest go first. */
+int bt_capped_create(bt_engine *e, eng_txn *t, const char *ident, const eng_rs_options *o,
+                     md_error *err);
+int bt_capped_load(bt_engine *e, bt_tree *t, md_error *err);
+bool bt_capped_is(const bt_tree *t); /* without the latch */
+int bt_capped_drop(bt_engine *e, eng_txn *t, const char *ident);
+int bt_capped_insert(eng_rs *rs, eng_txn *t, const uint8_t *data, uint32_t len, eng_rid *out,
+                     md_error *err);
+/* Before an update or remove of rid (new_len < 0: a remove): refuse growth
+ * and keep the transaction's count and size deltas. */
+int bt_capped_changing(eng_rs *rs, eng_txn *t, eng_rid rid, int64_t new_len, md_error *err);
+void bt_capped_truncated(bt_tree *t, eng_txn *tx);
+/* Is rid still there for the calling thread (a tailing cursor's last)? */
+bool bt_capped_present(eng_rs *rs, eng_rid rid);
+void bt_capped_validate(bt_tree *t, eng_validate *v);
 
 /* bt_compact.c */
 int bt_rs_compact(eng_rs *rs, eng_txn *t, const eng_compact_opts *o, bson_t *info,

@@ -18,7 +18,9 @@
  * (bt_txn.c); outside one it reads the base, the latest committed state.
  * A cursor keeps its current entry and finds the next one after it at
  * every step, merging the base with the overlay (a tombstone hides a base
- * entry); save and restore therefore have nothing to do but re-read.
+ * entry); save and restore therefore have nothing to do but re-read
+ * (capped stores: restore checks that the last record is still there,
+ * bt_capped.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -136,6 +138,8 @@ int bt_cur_find(bt_engine *e, bt_txn *x, bt_tree *t, bt_cur *c, const uint8_t *k
 int bt_rs_create(eng_engine *e, eng_txn *t, const char *ident, const eng_rs_options *o,
                  md_error *err)
 {
+    if (o && o->capped)
+        return bt_capped_create((bt_engine *)e, t, ident, o, err);
     return bt_obj_create((bt_engine *)e, t, ident, BT_RS, o ? o->block_compressor : NULL, err);
 }
 
@@ -143,6 +147,8 @@ int bt_rs_open(eng_engine *e, const char *ident, eng_rs **out, md_error *err)
 {
     bt_handle *h;
     int rc = bt_obj_open((bt_engine *)e, ident, BT_RS, &h, err);
+    if (rc == 0 && (rc = bt_capped_load((bt_engine *)e, h->t, err)) != 0)
+        bt_obj_close(h);
     if (rc == 0)
         *out = &h->h.rs;
     return rc;
@@ -155,7 +161,8 @@ void bt_rs_close(eng_rs *rs)
 
 int bt_rs_drop(eng_engine *e, eng_txn *t, const char *ident)
 {
-    return bt_obj_drop((bt_engine *)e, t, ident, BT_RS);
+    int rc = bt_obj_drop((bt_engine *)e, t, ident, BT_RS);
+    return rc ? rc : bt_capped_drop((bt_engine *)e, t, ident);
 }
 
 int bt_rs_insert(eng_rs *rs, eng_txn *t, const uint8_t *data, uint32_t len, eng_rid *out,
@@ -166,6 +173,8 @@ int bt_rs_insert(eng_rs *rs, eng_txn *t, const uint8_t *data, uint32_t len, eng_
     int rc = bt_txn_check(e, t, err);
     if (rc)
         return rc;
+    if (bt_capped_is(tr))
+        return bt_capped_insert(rs, t, data, len, out, err);
     return bt_write(e, (bt_txn *)t, tr, NULL, 0, 0, data, len, BT_W_INSERT, out, err);
 }
 
@@ -225,6 +234,8 @@ int bt_rs_update(eng_rs *rs, eng_txn *t, eng_rid rid, const uint8_t *data, uint3
     int rc = bt_txn_check(e, t, err);
     if (rc)
         return rc;
+    if (bt_capped_is(BT_TREE(rs)) && (rc = bt_capped_changing(rs, t, rid, len, err)) != 0)
+        return rc;
     rc = bt_write(e, (bt_txn *)t, BT_TREE(rs), NULL, 0, rid, data, len, BT_W_UPDATE, NULL, err);
     if (rc == MD_NOTFOUND)
         return md_error_set(err, MD_NOTFOUND, MD_CODE_NO_SUCH_KEY, "no record %lld",
@@ -243,12 +254,17 @@ int bt_rs_remove(eng_rs *rs, eng_txn *t, eng_rid rid)
     int rc = bt_txn_check(e, t, NULL);
     if (rc)
         return rc;
+    if (bt_capped_is(BT_TREE(rs)) && (rc = bt_capped_changing(rs, t, rid, -1, &err)) != 0)
+        return rc;
     return bt_write(e, (bt_txn *)t, BT_TREE(rs), NULL, 0, rid, NULL, 0, BT_W_REMOVE, NULL, &err);
 }
 
 int bt_rs_truncate(eng_rs *rs, eng_txn *t)
 {
-    return bt_obj_truncate(BT_ENG(rs), BT_TREE(rs), t);
+    int rc = bt_obj_truncate(BT_ENG(rs), BT_TREE(rs), t);
+    if (rc == 0 && bt_capped_is(BT_TREE(rs)))
+        bt_capped_truncated(BT_TREE(rs), t);
+    return rc;
 }
 
 int bt_rs_set_alloc(eng_rs *rs, eng_txn *t, int alloc)
@@ -317,6 +333,7 @@ static int64_t verify_excl(bt_tree *t, eng_validate *v)
 int bt_rs_validate(eng_rs *rs, eng_validate *v)
 {
     BSON_APPEND_INT64(&v->info, "nrecords", verify_excl(BT_TREE(rs), v));
+    bt_capped_validate(BT_TREE(rs), v);
     return 0;
 }
 
@@ -335,6 +352,7 @@ int bt_test_depth(eng_rs *rs)
 typedef struct bt_rs_cursor {
     eng_rs_cursor hdr;
     bool forward;
+    bool lost;  /* capped: the last record returned was removed */
     bt_cur cur; /* the last record returned */
 } bt_rs_cursor;
 
@@ -355,6 +373,8 @@ int bt_rs_cursor_next(eng_rs_cursor *ch, eng_rid *rid, const uint8_t **data, uin
     bt_rs_cursor *c = (bt_rs_cursor *)ch;
     bt_engine *e = BT_ENG(ch->rs);
     md_error err = {0};
+    if (c->lost)
+        return MD_ECAPPEDLOST;
     bt_read_check(e);
     bt_latch_shared(e);
     int rc = bt_cur_find(e, bt_txn_mine(e), BT_TREE(ch->rs), &c->cur, NULL, 0, c->cur.rid,
@@ -373,9 +393,15 @@ void bt_rs_cursor_save(eng_rs_cursor *ch)
 {
 }
 
+/* Every step finds the record after the last one; on a capped store a
+ * forward cursor whose last record is gone lost its place in the ring. */
 int bt_rs_cursor_restore(eng_rs_cursor *ch)
 {
-    return 0; /* every step finds the record after the last one */
+    bt_rs_cursor *c = (bt_rs_cursor *)ch;
+    if (!c->lost && c->forward && c->cur.have && bt_capped_is(BT_TREE(ch->rs)) &&
+        !bt_capped_present(ch->rs, c->cur.rid))
+        c->lost = true;
+    return c->lost ? MD_ECAPPEDLOST : 0;
 }
 
 void bt_rs_cursor_close(eng_rs_cursor *ch)

@@ -515,7 +515,7 @@ static int write_locked(bt_engine *e, bt_txn *x, bt_tree *t, const uint8_t *key,
                         md_error *err)
 {
     bt_chain **slot[BT_SKIP_MAX];
-    bool present = en != NULL, del = mode == BT_W_REMOVE;
+    bool present = en != NULL, del = mode == BT_W_REMOVE || mode == BT_W_DEL;
     int rc;
     bt_chain *c = ov_exact(t, key, klen, rid, slot);
     if (c) {
@@ -564,9 +564,9 @@ int bt_write(bt_engine *e, bt_txn *x, bt_tree *t, const uint8_t *key, uint32_t k
     bt_unlatch(e);
     x->wseq++;
     if (rc == 0 && !noop && e->log.on)
-        bt_log_op(&x->lg, mode == BT_W_REMOVE ? BT_LOG_DEL : BT_LOG_PUT,
+        bt_log_op(&x->lg, mode == BT_W_REMOVE || mode == BT_W_DEL ? BT_LOG_DEL : BT_LOG_PUT,
                   t == e->meta ? "" : t->ident, key, klen, rid, val, vlen,
-                  mode != BT_W_REMOVE && t->kind != BT_SS);
+                  mode != BT_W_REMOVE && mode != BT_W_DEL && t->kind != BT_SS);
     return rc;
 }
 

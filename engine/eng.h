@@ -135,9 +135,16 @@ int eng_alloc_parse(const char *name); /* -1 if unknown */
  *     (query/ holds its collection lock exclusively for capped writes, as
  *     MongoDB does), so records commit in insertion order and a tailing
  *     cursor never skips one still being written.
- *   - rs_update and rs_remove work as on any store; query/ enforces
- *     MongoDB's rules (no growth, no user deletes).  rs_truncate empties
- *     the ring (emptycapped).
+ *   - rs_update and rs_remove work as on any store, except that an
+ *     update that would make a record longer fails with MD_ENOTSUP and
+ *     code 10003 ("objects in a capped ns cannot grow": mmapv1's ring
+ *     cannot move records); query/ enforces MongoDB's rules (no growth,
+ *     no user deletes) before that.  rs_truncate empties the ring
+ *     (emptycapped).  mmapv1 refuses rs_compact on a capped store.
+ *   - Stats: count and data_size are true for the ring (mmapv1's
+ *     data_size counts netLength, documents rounded up to 4 bytes);
+ *     storage_size is the ring's extents on mmapv1, capped_size on
+ *     ephemeralForTest, the file on btree.
  */
 typedef int (*eng_capped_delete_fn)(void *ctx, eng_txn *t, eng_rid rid, const uint8_t *data,
                                     uint32_t len);

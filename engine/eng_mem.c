@@ -689,6 +689,8 @@ static int mem_rs_update(eng_rs *rs, eng_txn *t, eng_rid rid, const uint8_t *dat
         return rc;
     if (!find(o, NULL, 0, rid, &i))
         return no_record(err, rid);
+    if (o->opts.capped && len > o->v[i].len) /* as mmapv1 and btree */
+        return md_error_set(err, MD_ENOTSUP, 10003, "objects in a capped ns cannot grow");
     uint8_t *copy = dup_bytes(data, len);
     mem_undo *u = copy ? undo_push(e, U_UPDATE, o) : NULL;
     if (!u) {

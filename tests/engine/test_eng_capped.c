@@ -41,7 +41,7 @@ static eng_engine *E;
 static md_error ERR;
 
 /* The engines with capped record stores. */
-static const char *const CAPPED_ENGINES[] = {"ephemeralForTest", "mmapv1", NULL};
+static const char *const CAPPED_ENGINES[] = {"ephemeralForTest", "mmapv1", "btree", NULL};
 
 static struct criterion_test_params engine_params(void)
 {
@@ -746,6 +746,11 @@ CAPPED_TEST(valid_after_many_wraps_and_updates_in_place)
             OK(eng_rs_update(rs, t, M.rids[k], make_doc(M.lens[k], (uint32_t)k), M.lens[k],
                              &nr, &moved, &ERR));
             CHECK(!moved && nr == M.rids[k], "a same-size update moved");
+            /* growth is refused on every engine (10003) */
+            RC(eng_rs_update(rs, t, M.rids[k], make_doc(M.lens[k] + 8, (uint32_t)k),
+                             M.lens[k] + 8, &nr, &moved, &ERR),
+               MD_ENOTSUP);
+            EQ(ERR.code, 10003);
             tc(t);
         }
         if (i % 150 == 0)
