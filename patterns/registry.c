@@ -10,6 +10,7 @@ const pt_pattern *const pt_patterns[] = {
     /* 5.1 */
     &pt_pattern_queue,
     /* 5.2 */
+    &pt_pattern_topics,
     /* 5.3 */
     &pt_pattern_metadata,
     /* 5.4 */
