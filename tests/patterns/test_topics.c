@@ -19,22 +19,6 @@ int64_t pt_topics_published(void *state);
 int64_t pt_topics_received(void *state);
 int64_t pt_topics_timeouts(void *state);
 
-/* The engines whose capped record stores have landed (eng.h). */
-static bool capped_engine(const char *name)
-{
-    static const char *const ready[] = {"ephemeralForTest", "mmapv1", NULL};
-    for (int i = 0; ready[i]; i++)
-        if (strcmp(ready[i], name) == 0)
-            return true;
-    return false;
-}
-
-#define PTT_FOR_CAPPED_ENGINE(t)                                                  \
-    for (const eng_ops *const *e_ = eng_engines(); *e_; e_++)                     \
-        if (capped_engine((*e_)->name))                                           \
-            for (int once_ = (ptt_open(&(t), (*e_)->name), 1); once_;              \
-                 once_ = 0, ptt_close(&(t)))
-
 static int64_t mono_ms(void)
 {
     struct timespec ts;
@@ -59,7 +43,7 @@ static double price_of(const bson_t *doc)
 Test(pt_topics, create_is_the_books_capped_collection_and_index)
 {
     ptt_db t;
-    PTT_FOR_CAPPED_ENGINE(t) {
+    PTT_FOR_EACH_ENGINE(t) {
         md_error err;
         cr_assert_eq(pt_topics_create(t.db, &err), 0, "[%s] %s", t.engine, err.message);
         bson_t *r = PTT_OK(&t, "{\"collStats\": \"ticker\"}");
@@ -87,7 +71,7 @@ Test(pt_topics, create_is_the_books_capped_collection_and_index)
 Test(pt_topics, subscriber_gets_newer_tickers_in_order)
 {
     ptt_db t;
-    PTT_FOR_CAPPED_ENGINE(t) {
+    PTT_FOR_EACH_ENGINE(t) {
         md_error err;
         cr_assert_eq(pt_topics_create(t.db, &err), 0, "%s", err.message);
         cr_assert_eq(pt_topics_publish(t.db, "OLD", 1.0, &err), 0, "%s", err.message);
@@ -138,7 +122,7 @@ static void *publisher(void *arg)
 Test(pt_topics, consumer_follows_a_publisher_through_wraps)
 {
     ptt_db t;
-    PTT_FOR_CAPPED_ENGINE(t) {
+    PTT_FOR_EACH_ENGINE(t) {
         md_error err;
         cr_assert_eq(pt_topics_create(t.db, &err), 0, "%s", err.message);
         bson_destroy(PTT_OK(&t, "{\"convertToCapped\": \"ticker\", \"size\": 4096}"));
@@ -187,7 +171,7 @@ Test(pt_topics, scenario_publishers_and_subscribers_at_once)
 {
     const pt_scenario *sc = topics_scenario();
     ptt_db t;
-    PTT_FOR_CAPPED_ENGINE(t) {
+    PTT_FOR_EACH_ENGINE(t) {
         md_error err;
         void *state = NULL;
         pt_setup_args a = {.users = 3040, .quick = true};
@@ -239,7 +223,7 @@ Test(pt_topics, check_notices_lost_duplicated_or_reordered_tickers)
 {
     const pt_scenario *sc = topics_scenario();
     ptt_db t;
-    PTT_FOR_CAPPED_ENGINE(t) {
+    PTT_FOR_EACH_ENGINE(t) {
         md_error err;
         void *state = NULL;
         pt_setup_args a = {.users = 40, .quick = true};

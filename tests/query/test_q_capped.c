@@ -12,23 +12,6 @@
 
 #include "test_q_util.h"
 
-/* The engines whose capped record stores have landed (eng.h, "Capped
- * record stores"); the rest are added here as they do. */
-static bool capped_engine(const char *name)
-{
-    static const char *const ready[] = {"ephemeralForTest", "mmapv1", NULL};
-    for (int i = 0; ready[i]; i++)
-        if (strcmp(ready[i], name) == 0)
-            return true;
-    return false;
-}
-
-#define FOR_CAPPED_ENGINE(t)                                                      \
-    for (const eng_ops *const *e_ = eng_engines(); *e_; e_++)                     \
-        if (capped_engine((*e_)->name))                                           \
-            for (int once_ = (t_open(&(t), (*e_)->name), 1); once_;               \
-                 once_ = 0, t_close(&(t)))
-
 static int64_t now_ms(void)
 {
     struct timespec ts;
@@ -99,7 +82,7 @@ static void assert_valid(tdb *t)
 Test(q_capped, create_stats_and_list_collections)
 {
     tdb t;
-    FOR_CAPPED_ENGINE(t) {
+    FOR_EACH_ENGINE(t) {
         T_RUN(&t, "{\"create\": \"c\", \"capped\": true, \"size\": 1000, \"max\": 5}");
         bson_t *r = T_OK(&t, "{\"collStats\": \"c\"}");
         bson_iter_t it;
@@ -134,7 +117,7 @@ Test(q_capped, create_stats_and_list_collections)
 Test(q_capped, bad_inputs)
 {
     tdb t;
-    FOR_CAPPED_ENGINE(t) {
+    FOR_EACH_ENGINE(t) {
         T_ERR(&t, 14832, "specify size:<n> when capped is true",
               "{\"create\": \"a\", \"capped\": true}");
         T_ERR(&t, 14832, NULL, "{\"create\": \"a\", \"capped\": true, \"size\": \"big\"}");
@@ -167,7 +150,7 @@ Test(q_capped, ring_wrap_by_max_removes_index_entries)
 {
     tdb t;
     int v[64];
-    FOR_CAPPED_ENGINE(t) {
+    FOR_EACH_ENGINE(t) {
         T_RUN(&t, "{\"create\": \"c\", \"capped\": true, \"size\": 100000, \"max\": 5}");
         T_RUN(&t, "{\"createIndexes\": \"c\", \"indexes\": [{\"key\": {\"x\": 1}, \"name\": "
                   "\"x_1\"}]}");
@@ -197,7 +180,7 @@ Test(q_capped, ring_wrap_by_size)
     memset(pad, 'p', 100);
     pad[100] = 0;
     static int v[400];
-    FOR_CAPPED_ENGINE(t) {
+    FOR_EACH_ENGINE(t) {
         T_RUN(&t, "{\"create\": \"c\", \"capped\": true, \"size\": 4096}");
         T_RUN(&t, "{\"createIndexes\": \"c\", \"indexes\": [{\"key\": {\"x\": 1}, \"name\": "
                   "\"x_1\"}]}");
@@ -224,7 +207,7 @@ Test(q_capped, ring_wrap_by_size)
 Test(q_capped, refused_updates_and_deletes)
 {
     tdb t;
-    FOR_CAPPED_ENGINE(t) {
+    FOR_EACH_ENGINE(t) {
         T_RUN(&t, "{\"create\": \"c\", \"capped\": true, \"size\": 4096}");
         T_RUN(&t, "{\"insert\": \"c\", \"documents\": [{\"_id\": 1, \"s\": \"Hello, World!\"}, "
                   "{\"_id\": 2, \"s\": \"abc\"}]}");
@@ -277,7 +260,7 @@ Test(q_capped, tailable_across_wraps)
 {
     tdb t;
     int v[16], n;
-    FOR_CAPPED_ENGINE(t) {
+    FOR_EACH_ENGINE(t) {
         T_RUN(&t, "{\"create\": \"c\", \"capped\": true, \"size\": 100000, \"max\": 5}");
         insert_range(&t, 0, 3);
         bson_t *r = T_OK(&t, "{\"find\": \"c\", \"tailable\": true}");
@@ -319,7 +302,7 @@ Test(q_capped, capped_position_lost)
 {
     tdb t;
     int v[16], n;
-    FOR_CAPPED_ENGINE(t) {
+    FOR_EACH_ENGINE(t) {
         T_RUN(&t, "{\"create\": \"c\", \"capped\": true, \"size\": 100000, \"max\": 5}");
         insert_range(&t, 0, 5);
         bson_t *r = T_OK(&t, "{\"find\": \"c\", \"tailable\": true, \"batchSize\": 2}");
@@ -372,7 +355,7 @@ Test(q_capped, await_data_timing)
 {
     tdb t;
     int v[16], n;
-    FOR_CAPPED_ENGINE(t) {
+    FOR_EACH_ENGINE(t) {
         T_RUN(&t, "{\"create\": \"c\", \"capped\": true, \"size\": 4096}");
         insert_range(&t, 0, 1);
         bson_t *r = T_OK(&t, "{\"find\": \"c\", \"tailable\": true, \"awaitData\": true}");
@@ -443,7 +426,7 @@ static void *get_more_thread(void *arg)
 Test(q_capped, waiting_cursor_killed)
 {
     tdb t;
-    FOR_CAPPED_ENGINE(t) {
+    FOR_EACH_ENGINE(t) {
         for (int how = 0; how < 2; how++) {
             T_RUN(&t, "{\"create\": \"c\", \"capped\": true, \"size\": 4096}");
             insert_range(&t, 0, 1);
@@ -471,7 +454,7 @@ Test(q_capped, waiting_cursor_killed)
 Test(q_capped, typed_api_tailable_cursor)
 {
     tdb t;
-    FOR_CAPPED_ENGINE(t) {
+    FOR_EACH_ENGINE(t) {
         T_RUN(&t, "{\"create\": \"c\", \"capped\": true, \"size\": 4096}");
         insert_range(&t, 0, 2);
         md_collection *coll = md_db_get_collection(t.db, "c");
@@ -517,7 +500,7 @@ Test(q_capped, convert_to_capped_and_emptycapped)
     char pad[301];
     memset(pad, 'p', 300);
     pad[300] = 0;
-    FOR_CAPPED_ENGINE(t) {
+    FOR_EACH_ENGINE(t) {
         for (int i = 0; i < 20; i++)
             T_RUN(&t, "{\"insert\": \"c\", \"documents\": [{\"_id\": %d, \"x\": %d, \"p\": "
                       "\"%s\"}]}", i, i, pad);
