@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -48,6 +49,7 @@ typedef struct sim {
     sim_user *users;
     int64_t nusers;
     int64_t t0_ns; /* CLOCK_MONOTONIC */
+    int64_t stop_ns; /* no user starts after this (INT64_MAX: none) */
     atomic_llong next;
     atomic_llong done;
 } sim;
@@ -107,6 +109,11 @@ static void *client_main(void *arg)
             break;
         const sim_user *su = &s->users[i];
         int64_t start = s->t0_ns + su->t_ns;
+        if (start > s->stop_ns || mono_ns() > s->stop_ns) {
+            c->res[su->op].skipped++;
+            atomic_fetch_add(&s->done, 1);
+            continue;
+        }
         sleep_until_ns(start);
         pt_user u = {
             .db = s->db,
@@ -221,7 +228,11 @@ int pt_counters_sample(md_db *db, pt_counters *c, md_error *err)
     bson_t reply;
     bson_iter_t it, batch, coll, name;
     char engine[32] = "";
+    struct rusage ru;
     memset(c, 0, sizeof *c);
+    if (getrusage(RUSAGE_SELF, &ru) == 0)
+        c->cpu_us = (int64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000 +
+                    ru.ru_utime.tv_usec + ru.ru_stime.tv_usec;
     int rc = md_db_command_json(db, "{\"serverStatus\": 1}", &reply, err);
     if (rc == 0) {
         c->lock_waits = sum_subdoc(&reply, "locks.Collection.acquireWaitCount") +
@@ -263,6 +274,7 @@ static void counters_sub(const pt_counters *a, const pt_counters *b, pt_counters
     d->updates = a->updates - b->updates;
     d->in_place = a->in_place - b->in_place;
     d->bytes_written = a->bytes_written - b->bytes_written;
+    d->cpu_us = a->cpu_us - b->cpu_us;
 }
 
 /* ---- the run -------------------------------------------------------------------- */
@@ -305,6 +317,7 @@ static int run_users(sim *s, const pt_run_opts *o, pt_run_result *r)
     if (!cl)
         return MD_ENOMEM;
     s->t0_ns = mono_ns() + 20 * 1000000; /* let the clients start first */
+    s->stop_ns = o->max_run_s > 0 ? s->t0_ns + (int64_t)(o->max_run_s * 1e9) : INT64_MAX;
     int started = 0, rc = 0;
     for (int i = 0; i < nclients; i++) {
         cl[i].sim = s;
@@ -336,6 +349,9 @@ static int run_users(sim *s, const pt_run_opts *o, pt_run_result *r)
             pt_op_result *src = &cl[i].res[j], *dst = &r->ops[j];
             pt_hist_merge(&dst->hist, &src->hist);
             dst->users += src->users;
+            dst->skipped += src->skipped;
+            if (src->skipped)
+                r->cut_off = true;
             if (src->errors && dst->errors == 0) {
                 dst->first_rc = src->first_rc;
                 memcpy(dst->first_error, src->first_error, sizeof dst->first_error);
@@ -356,6 +372,7 @@ static void result_init(const pt_scenario *sc, const pt_run_opts *o, pt_run_resu
     r->iterations = o->iterations;
     r->resolution_ms = o->resolution_ms;
     r->rate_scale = o->rate_scale;
+    r->max_run_s = o->max_run_s;
     r->nops = sc->nops;
     for (int j = 0; j < sc->nops; j++) {
         r->ops[j].name = sc->ops[j].name;

@@ -111,6 +111,9 @@ typedef struct pt_run_opts {
     bool quick;               /* passed to setup */
     bool journal;             /* mmapv1 journal / btree log (MongoDB 3.x: on) */
     uint64_t seed;
+    /* Stop starting users this many seconds after the first scheduled
+     * start (0: never); those left are counted in pt_op_result.skipped. */
+    double max_run_s;
     /* Called about every 250 ms from the running thread while users run. */
     void (*progress)(void *arg, int64_t done, int64_t total, double elapsed_s);
     void *progress_arg;
@@ -128,11 +131,13 @@ typedef struct pt_counters {
     int64_t write_conflicts;  /* metrics.operation.writeConflicts */
     int64_t moves;            /* metrics.record.moves */
     int64_t inserts, updates, in_place, bytes_written; /* collStats.<engine> sums */
+    int64_t cpu_us;           /* the process's user + system CPU time (getrusage) */
 } pt_counters;
 
 typedef struct pt_op_result {
     const char *name;
     int64_t users;            /* started */
+    int64_t skipped;          /* never started: the run hit max_run_s */
     int64_t errors;           /* run() returned nonzero */
     int first_rc;
     char first_error[256];
@@ -153,6 +158,8 @@ typedef struct pt_run_result {
     int check_rc;             /* check()'s result (0: the invariants hold) */
     char check_error[256];
     bool ok;                  /* no op error, check passed */
+    bool cut_off;             /* max_run_s stopped it before every user ran */
+    double max_run_s;
 } pt_run_result;
 
 /* Users an op starts per iteration under these options (at least 1). */

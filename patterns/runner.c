@@ -55,6 +55,10 @@ double rn_default_scale(const char *scenario, double fallback)
 }
 /* --quick: every scenario for 4 iterations of 250 ms (the same rate per
  * second, a quarter of the users per iteration). */
+/* A run stops starting users this long after its start (--max-run): a
+ * scenario far past what an engine can serve would otherwise hold the
+ * whole run for its backlog; the report says which runs were cut off. */
+#define RN_DEFAULT_MAX_RUN_S 60.0
 #define RN_QUICK_ITERATIONS 4
 #define RN_QUICK_RESOLUTION_MS 250
 
@@ -81,6 +85,8 @@ static void usage(FILE *f)
         "  --resolution MS     iteration length (default %d)\n"
         "  --processes N       (default %d)\n"
         "  --pool-size N       clients = processes x pool size (default %d)\n"
+        "  --max-run S         stop starting users S seconds into a run (default %g;\n"
+        "                      0: never); the report marks such runs cut off\n"
         "  --no-journal        mmapv1 without journal, btree without log\n"
         "  --out DIR           where the files go (default build/patterns-out)\n"
         "  --no-files          print only\n"
@@ -91,7 +97,8 @@ static void usage(FILE *f)
         "failed, 2 on a usage error.\n",
         RN_QUICK_ITERATIONS, RN_QUICK_RESOLUTION_MS, RN_DEFAULT_RATE_SCALE,
         rn_default_scale("queue_fifo", RN_DEFAULT_RATE_SCALE),
-        PT_BOOK_ITERATIONS, PT_BOOK_RESOLUTION_MS, PT_BOOK_PROCESSES, PT_BOOK_POOL_SIZE);
+        PT_BOOK_ITERATIONS, PT_BOOK_RESOLUTION_MS, PT_BOOK_PROCESSES, PT_BOOK_POOL_SIZE,
+        RN_DEFAULT_MAX_RUN_S);
 }
 
 static void list(void)
@@ -207,6 +214,7 @@ int main(int argc, char **argv)
     double rate = RN_DEFAULT_RATE_SCALE;
     int iterations = 0, resolution = 0, processes = PT_BOOK_PROCESSES, pool = PT_BOOK_POOL_SIZE;
     unsigned long long seed = 12;
+    double max_run = RN_DEFAULT_MAX_RUN_S;
     const char *out = "build/patterns-out";
     char cmdline[1024] = "";
 
@@ -268,6 +276,9 @@ int main(int argc, char **argv)
         } else if (strcmp(a, "--pool-size") == 0) {
             NEED_ARG();
             pool = atoi(v);
+        } else if (strcmp(a, "--max-run") == 0) {
+            NEED_ARG();
+            max_run = atof(v);
         } else if (strcmp(a, "--out") == 0) {
             NEED_ARG();
             out = argv[i];
@@ -304,6 +315,7 @@ int main(int argc, char **argv)
     run.opts.quick = quick;
     run.opts.journal = journal;
     run.opts.seed = seed;
+    run.opts.max_run_s = max_run;
     run.opts.processes = processes;
     run.opts.pool_size = pool;
     if (quick) {

@@ -99,11 +99,12 @@ static void print_counters(FILE *f, const char *lead, const pt_counters *c)
 {
     fprintf(f,
             "%slock waits %lld (%.1f ms waited), write conflicts %lld, inserts %lld, "
-            "updates %lld (in place %lld, moves %lld), bytes written %lld (%.0f per write)\n",
+            "updates %lld (in place %lld, moves %lld), bytes written %lld (%.0f per write), "
+            "CPU %.2f s\n",
             lead, (long long)c->lock_waits, (double)c->lock_wait_us / 1000.0,
             (long long)c->write_conflicts, (long long)c->inserts, (long long)c->updates,
             (long long)c->in_place, (long long)c->moves, (long long)c->bytes_written,
-            per_write(c));
+            per_write(c), (double)c->cpu_us / 1e6);
 }
 
 void rn_print_table(FILE *f, const rn_scenario *s, const pt_run_result *r)
@@ -136,6 +137,12 @@ void rn_print_table(FILE *f, const rn_scenario *s, const pt_run_result *r)
                     (long long)o->errors, (long long)o->users, o->name, o->first_error);
     }
     print_counters(f, "   counters: ", &r->delta);
+    if (r->cut_off)
+        for (int j = 0; j < r->nops; j++)
+            if (r->ops[j].skipped)
+                fprintf(f, "   CUT OFF after %g s: %lld of %lld %s users never started\n",
+                        r->max_run_s, (long long)r->ops[j].skipped,
+                        (long long)(r->ops[j].skipped + r->ops[j].users), r->ops[j].name);
     if (r->check_rc)
         fprintf(f, "   CHECK FAILED: %s\n", r->check_error);
 }
@@ -156,6 +163,7 @@ static void pattern_counters(const rn_run *run, const pt_pattern *p, int e, pt_c
         c->updates += r->delta.updates;
         c->in_place += r->delta.in_place;
         c->bytes_written += r->delta.bytes_written;
+        c->cpu_us += r->delta.cpu_us;
     }
 }
 
@@ -181,6 +189,11 @@ void rn_print_verdict(FILE *f, const rn_run *run, const rn_pattern *rp)
         return;
     }
     bool agree = pt_verdict_agrees(rp->ours, rp->p->book_winner);
+    for (int k = 0; k < run->nsc; k++)
+        for (int e = 0; e < 2; e++)
+            if (run->sc[k].p == rp->p && run->sc[k].r[e] && run->sc[k].r[e]->cut_off)
+                fprintf(f, "   (%s on %s was cut off: its mean is a backlog's)\n",
+                        run->sc[k].sc->name, run->sc[k].r[e]->engine);
     fprintf(f,
             "-- verdict %s %s: mmapv1 %.3f ms, btree %.3f ms (mean of %s) -> %s; "
             "book: %s -> %s\n",
@@ -224,7 +237,7 @@ int rn_write_csv(const rn_run *run, const char *dir)
                "min_ms,max_ms,book_runtime_s,book_mean_ms,book_sd_ms,book_p75_ms,"
                "book_p95_ms,book_p99_ms,book_min_ms,book_max_ms,lock_waits,lock_wait_ms,"
                "write_conflicts,inserts,updates,in_place_updates,moves,bytes_written,"
-               "check\n");
+               "cpu_s,check,not_started\n");
     for (int k = 0; k < run->nsc; k++) {
         const rn_scenario *s = &run->sc[k];
         for (int e = 0; e < RN_MAX_ENGINES; e++) {
@@ -252,12 +265,13 @@ int rn_write_csv(const rn_run *run, const char *dir)
                     else
                         fprintf(f, ",");
                 const pt_counters *d = &r->delta;
-                fprintf(f, ",%lld,%.3f,%lld,%lld,%lld,%lld,%lld,%lld,", (long long)d->lock_waits,
-                        (double)d->lock_wait_us / 1000.0, (long long)d->write_conflicts,
-                        (long long)d->inserts, (long long)d->updates, (long long)d->in_place,
-                        (long long)d->moves, (long long)d->bytes_written);
+                fprintf(f, ",%lld,%.3f,%lld,%lld,%lld,%lld,%lld,%lld,%.3f,",
+                        (long long)d->lock_waits, (double)d->lock_wait_us / 1000.0,
+                        (long long)d->write_conflicts, (long long)d->inserts,
+                        (long long)d->updates, (long long)d->in_place, (long long)d->moves,
+                        (long long)d->bytes_written, (double)d->cpu_us / 1e6);
                 csv_str(f, r->check_rc ? r->check_error : "ok");
-                fputc('\n', f);
+                fprintf(f, ",%lld\n", (long long)r->ops[j].skipped);
             }
         }
     }
@@ -391,8 +405,8 @@ static void md_scenario(FILE *f, const rn_run *run, const rn_scenario *s)
                 md_fig_row(f, "", "", e == RN_MMAPV1 ? "book (MMAP)" : "book (WT)", b);
         }
     fprintf(f, "\n| engine | users | errors | lock waits | waited (ms) | write conflicts | "
-               "inserts | updates | in place | moves | bytes written | bytes/write | check |\n"
-               "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+               "inserts | updates | in place | moves | bytes written | bytes/write | CPU (s) | check |\n"
+               "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (int e = 0; e < RN_MAX_ENGINES; e++) {
         const pt_run_result *r = s->r[e];
         if (!r)
@@ -404,14 +418,24 @@ static void md_scenario(FILE *f, const rn_run *run, const rn_scenario *s)
         }
         const pt_counters *d = &r->delta;
         fprintf(f, "| %s | %lld | %lld | %lld | %.1f | %lld | %lld | %lld | %lld | %lld | %lld | "
-                   "%.0f | %s |\n",
+                   "%.0f | %.2f | %s |\n",
                 r->engine, (long long)users, (long long)errors, (long long)d->lock_waits,
                 (double)d->lock_wait_us / 1000.0, (long long)d->write_conflicts,
                 (long long)d->inserts, (long long)d->updates, (long long)d->in_place,
                 (long long)d->moves, (long long)d->bytes_written, per_write(d),
-                r->check_rc ? "**failed**" : "ok");
+                (double)d->cpu_us / 1e6, r->check_rc ? "**failed**" : "ok");
     }
     fprintf(f, "\n");
+    for (int e = 0; e < RN_MAX_ENGINES; e++)
+        for (int j = 0; s->r[e] && j < s->r[e]->nops; j++)
+            if (s->r[e]->ops[j].skipped)
+                fprintf(f, "**Cut off on %s:** the run stopped starting users after %g s; "
+                           "%lld of %lld `%s` users never started (the engine could not keep "
+                           "up with the scheduled rate, so the latencies above are those of "
+                           "a growing backlog).\n\n",
+                        s->r[e]->engine, s->r[e]->max_run_s, (long long)s->r[e]->ops[j].skipped,
+                        (long long)(s->r[e]->ops[j].skipped + s->r[e]->ops[j].users),
+                        s->r[e]->ops[j].name);
     for (int e = 0; e < RN_MAX_ENGINES; e++)
         if (s->r[e])
             fprintf(f, "![%s on %s](patterns/%s-%s.png)\n", s->sc->name, s->r[e]->engine,
@@ -490,10 +514,10 @@ static void md_counters_sentence(FILE *f, const char *engine, const pt_counters 
 {
     fprintf(f,
             "%s: %lld lock waits (%.1f ms waited), %lld write conflicts, %lld updates "
-            "(%lld in place, %lld moves), %.0f bytes written per write",
+            "(%lld in place, %lld moves), %.0f bytes written per write, %.2f s of CPU",
             engine, (long long)c->lock_waits, (double)c->lock_wait_us / 1000.0,
             (long long)c->write_conflicts, (long long)c->updates, (long long)c->in_place,
-            (long long)c->moves, per_write(c));
+            (long long)c->moves, per_write(c), (double)c->cpu_us / 1e6);
 }
 
 int rn_write_markdown(const rn_run *run, const char *dir)

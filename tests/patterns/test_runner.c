@@ -326,6 +326,7 @@ static void run_counters(const char *engine)
     if (strcmp(engine, "mmapv1") == 0)
         cr_assert_eq(r->delta.in_place, 90, "same-size $inc updates in place");
     cr_assert_gt(r->delta.bytes_written, 0);
+    cr_assert_gt(r->delta.cpu_us, 0, "the users' work shows in the process's CPU time");
     free(r);
 }
 
@@ -361,5 +362,22 @@ Test(runner_sim, failing_check_and_failing_op_are_reported)
     cr_assert_eq(r->ops[1].hist.count, 15);
     cr_assert_eq(r->ops[1].first_rc, MD_ERROR);
     cr_assert(strstr(r->ops[1].first_error, "failed"), "%s", r->ops[1].first_error);
+    free(r);
+}
+
+Test(runner_sim, max_run_stops_starting_users)
+{
+    pt_run_opts o;
+    t_small_opts(&o, "btree");
+    o.max_run_s = 0.15; /* the schedule spans 0.3 s */
+    pt_run_result *r = calloc(1, sizeof *r);
+    md_error err;
+    cr_assert_eq(pt_run_scenario(&t_scenario, &o, r, &err), 0, "%s", err.message);
+    cr_assert(r->cut_off);
+    cr_assert(r->ok, "skipped users are not errors; the check still holds: %s", r->check_error);
+    cr_assert_eq(r->ops[0].users + r->ops[0].skipped, 90);
+    cr_assert_geq(r->ops[0].skipped, 40, "%lld skipped", (long long)r->ops[0].skipped);
+    cr_assert_leq(r->ops[0].skipped, 46, "%lld skipped", (long long)r->ops[0].skipped);
+    cr_assert_eq(r->ops[0].hist.count, r->ops[0].users);
     free(r);
 }
