@@ -354,6 +354,7 @@ typedef struct bt_rs_cursor {
     bool forward;
     bool lost;  /* capped: the last record returned was removed */
     bt_cur cur; /* the last record returned */
+    bt_buf probe; /* capped: scratch for checking that cur is still there */
 } bt_rs_cursor;
 
 int bt_rs_cursor_open(eng_rs *rs, bool forward, eng_rs_cursor **out)
@@ -377,7 +378,18 @@ int bt_rs_cursor_next(eng_rs_cursor *ch, eng_rid *rid, const uint8_t **data, uin
         return MD_ECAPPEDLOST;
     bt_read_check(e);
     bt_latch_shared(e);
-    int rc = bt_cur_find(e, bt_txn_mine(e), BT_TREE(ch->rs), &c->cur, NULL, 0, c->cur.rid,
+    int rc = 0;
+    /* Capped, tailing: readers need no lock on btree, so the ring may have
+     * passed the last record since restore.  Under the latch no commit
+     * happens, so if it is still there every newer record is too. */
+    if (c->forward && c->cur.have && bt_capped_is(BT_TREE(ch->rs))) {
+        rc = bt_lookup(e, bt_txn_mine(e), BT_TREE(ch->rs), NULL, 0, c->cur.rid, &c->probe,
+                       &err);
+        if (rc == MD_NOTFOUND)
+            c->lost = true, rc = MD_ECAPPEDLOST;
+    }
+    if (rc == 0)
+        rc = bt_cur_find(e, bt_txn_mine(e), BT_TREE(ch->rs), &c->cur, NULL, 0, c->cur.rid,
                          c->forward, false, !c->cur.have, &err);
     bt_unlatch(e);
     eng_note_error(rc, &err);
@@ -407,6 +419,7 @@ int bt_rs_cursor_restore(eng_rs_cursor *ch)
 void bt_rs_cursor_close(eng_rs_cursor *ch)
 {
     bt_cur_cleanup(&((bt_rs_cursor *)ch)->cur);
+    bt_buf_free(&((bt_rs_cursor *)ch)->probe);
     free(ch);
 }
 
