@@ -599,6 +599,16 @@ static q_index *id_index_new(const char *ns)
     return ix;
 }
 
+/* autoIndexId: false creates the collection without its _id index, as
+ * MongoDB 3.x did (deprecated since 3.2; replicated capped collections in
+ * "local" were its use).  Any other value, or none, keeps the index. */
+static bool options_auto_index_id(const bson_t *options)
+{
+    bson_iter_t it;
+    return !options || !bson_iter_init_find(&it, options, "autoIndexId") ||
+           bson_iter_as_bool(&it);
+}
+
 static int create_storage(md_db *db, q_coll *c, bool durable, md_error *err)
 {
     eng_txn *t = NULL;
@@ -611,7 +621,7 @@ static int create_storage(md_db *db, q_coll *c, bool durable, md_error *err)
     if (rc)
         return q_err_engine(err, rc, "starting a transaction");
     rc = eng_rs_create(db->eng, t, c->ns, &o, err);
-    if (!rc)
+    if (!rc && c->nidx > 0)
         rc = eng_ss_create(db->eng, t, c->idx[0]->ident, err);
     if (!rc)
         rc = q_catalog_put(db, t, c, err);
@@ -649,11 +659,13 @@ int q_coll_create(md_db *db, const char *name, const bson_t *options, q_coll **o
     q_coll *c = coll_new(name, ns, capped ? &norm : options, alloc);
     if (capped)
         bson_destroy(&norm);
-    coll_add_index(c, id_index_new(ns));
+    if (options_auto_index_id(options))
+        coll_add_index(c, id_index_new(ns));
     rc = create_storage(db, c, false, err);
     if (!rc && (rc = coll_open_rs(db, c, err)) != 0)
         q_err_engine(err, rc, "opening the new collection");
-    if (!rc && (rc = eng_ss_open(db->eng, c->idx[0]->ident, &c->idx[0]->ss, err)) != 0)
+    if (!rc && c->nidx > 0 &&
+        (rc = eng_ss_open(db->eng, c->idx[0]->ident, &c->idx[0]->ss, err)) != 0)
         q_err_engine(err, rc, "opening the new _id index");
     if (rc) {
         coll_free(c);

@@ -46,6 +46,10 @@ int q_cmd_create(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err)
             bson_append_iter(&options, NULL, 0, &it);
     rc = q_coll_create(db, name, &options, NULL, err);
     bson_destroy(&options);
+    if (!rc && bson_iter_init_find(&it, cmd, "autoIndexId"))
+        BSON_APPEND_UTF8(reply, "note",
+                         "the autoIndexId option is deprecated and will be removed in a future "
+                         "release");
     return rc;
 }
 
@@ -538,6 +542,16 @@ static bool same_partial(const q_index *ix, const idx_req *r)
     return len == r->partial.len && memcmp(data, bson_get_data(&r->partial), len) == 0;
 }
 
+/* {_id: 1}: the key of the _id index a collection created with
+ * autoIndexId: false may be given later. */
+static bool key_is_id(const bson_t *key)
+{
+    bson_iter_t it;
+    return bson_count_keys(key) == 1 && bson_iter_init(&it, key) && bson_iter_next(&it) &&
+           strcmp(bson_iter_key(&it), "_id") == 0 && BSON_ITER_HOLDS_NUMBER(&it) &&
+           bson_iter_as_double(&it) == 1;
+}
+
 /* 1: already exists (identically), 0: new, <0: conflict. */
 static int index_conflict(q_coll *c, const idx_req *r, md_error *err)
 {
@@ -559,7 +573,7 @@ static int index_conflict(q_coll *c, const idx_req *r, md_error *err)
         return q_err(err, MD_EINVAL, MD_CODE_INDEX_OPTIONS_CONFLICT,
                      "Index with name: %s already exists with a different name",
                      by_key->name);
-    if (id_index)
+    if (id_index && !key_is_id(&r->key))
         return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE, "The _id_ index must have key {_id: 1}");
     return 0;
 }

@@ -71,7 +71,8 @@ typedef struct q_coll {
     bson_t options; /* as given to create (minus the command's own fields) */
     int alloc;      /* enum eng_alloc, derived from options */
     eng_rs *rs;
-    q_index **idx;  /* idx[0] is always _id_ */
+    q_index **idx;  /* idx[0] is _id_, unless created with autoIndexId: false
+                       (then _id_ is missing, or where createIndexes put it) */
     size_t nidx;
     pthread_rwlock_t lock; /* the collection lock (q_lock.c) */
     /* Capped collections (options capped: true): the engine's ring limits

@@ -898,7 +898,10 @@ int q_plan_enumerate(q_coll *c, const bson_t *filter, const bson_t *sort,
     *n = 0;
     if (hint)
         return hint_plan(c, filter, sort, hint, out, n, err);
-    if (is_idhack(filter) && index_plan(c->idx[0], filter, NULL, false, &p)) {
+    q_index *id = c->nidx > 0 && strcmp(c->idx[0]->name, "_id_") == 0
+                      ? c->idx[0]
+                      : q_index_find(c, "_id_"); /* autoIndexId: false */
+    if (id && is_idhack(filter) && index_plan(id, filter, NULL, false, &p)) {
         p.idhack = true;
         p.sort_provided = !sort || bson_empty(sort);
         plans_push(out, n, &p);

@@ -539,3 +539,51 @@ Test(q_capped, convert_to_capped_and_emptycapped)
         assert_valid(&t);
     }
 }
+
+/* autoIndexId: false (3.x, deprecated since 3.2): no _id index, so no
+ * uniqueness; the index can be created later. */
+Test(q_capped, auto_index_id_false)
+{
+    tdb t;
+    int v[16];
+    FOR_EACH_ENGINE(t) {
+        bson_t *r = T_OK(&t, "{\"create\": \"c\", \"capped\": true, \"size\": 4096, "
+                             "\"max\": 3, \"autoIndexId\": false}");
+        cr_assert(strstr(t_str(r, "note"), "autoIndexId option is deprecated") != NULL);
+        bson_destroy(r);
+        r = T_OK(&t, "{\"listIndexes\": \"c\"}");
+        cr_assert_eq(t_len(r, "cursor.firstBatch"), 0, "[%s] no _id index", t.engine);
+        bson_destroy(r);
+        T_RUN(&t, "{\"insert\": \"c\", \"documents\": [{\"_id\": 1, \"x\": 1}, {\"_id\": 1, "
+                  "\"x\": 2}]}");
+        int n = find_ids(&t, "{\"find\": \"c\", \"filter\": {\"_id\": 1}}", v, 16);
+        cr_assert_eq(n, 2, "[%s] duplicates are allowed without the index", t.engine);
+        insert_range(&t, 10, 13);
+        n = find_ids(&t, "{\"find\": \"c\"}", v, 16);
+        cr_assert_eq(n, 3);
+        cr_assert_eq(v[0], 10, "[%s] the ring works without indexes", t.engine);
+        assert_valid(&t);
+        /* a plain collection gets its _id index later */
+        T_RUN(&t, "{\"create\": \"p\", \"autoIndexId\": false}");
+        T_RUN(&t, "{\"insert\": \"p\", \"documents\": [{\"_id\": 5}, {\"_id\": 6}]}");
+        T_RUN(&t, "{\"createIndexes\": \"p\", \"indexes\": [{\"key\": {\"_id\": 1}, \"name\": "
+                  "\"_id_\"}]}");
+        r = T_OK(&t, "{\"insert\": \"p\", \"documents\": [{\"_id\": 5}]}");
+        cr_assert_eq(t_i64(r, "writeErrors.0.code"), 11000, "[%s] unique now", t.engine);
+        bson_destroy(r);
+        r = T_OK(&t, "{\"find\": \"p\", \"filter\": {\"_id\": 6}}");
+        cr_assert_eq(t_len(r, "cursor.firstBatch"), 1);
+        bson_destroy(r);
+        if (t_persistent(&t)) {
+            md_db_close(t.db);
+            t_reopen(&t);
+            r = T_OK(&t, "{\"listIndexes\": \"c\"}");
+            cr_assert_eq(t_len(r, "cursor.firstBatch"), 0, "[%s] after a reopen", t.engine);
+            bson_destroy(r);
+            insert_range(&t, 20, 21);
+            n = find_ids(&t, "{\"find\": \"c\"}", v, 16);
+            cr_assert_eq(n, 3);
+            cr_assert_eq(v[2], 20);
+        }
+    }
+}
