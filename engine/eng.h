@@ -141,6 +141,12 @@ int eng_alloc_parse(const char *name); /* -1 if unknown */
  *     cannot move records); query/ enforces MongoDB's rules (no growth,
  *     no user deletes) before that.  rs_truncate empties the ring
  *     (emptycapped).  mmapv1 refuses rs_compact on a capped store.
+ *   - Readers: on engines with collection_lock or without concurrent,
+ *     a tailing reader holds the caller's lock shared around each batch
+ *     (restore .. next .. save), as for any scan; btree needs no lock and
+ *     checks at every next that the ring has not passed the cursor.
+ *     mmapv1 marks a cursor lost when its record is removed, so a
+ *     transaction that removed it and then aborted still loses it.
  *   - Stats: count and data_size are true for the ring (mmapv1's
  *     data_size counts netLength, documents rounded up to 4 bytes);
  *     storage_size is the ring's extents on mmapv1, capped_size on
