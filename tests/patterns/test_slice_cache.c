@@ -297,3 +297,48 @@ Test(slice_cache, scenarios_from_many_threads)
         scenario_round(&t, none, 3000, false);
     }
 }
+
+/* Once a cache is full, each push of a same-sized comment leaves the post's
+ * size unchanged: mmapv1 writes only the bytes that differ (the shifted
+ * comments' ids, dates and numbers), btree the whole post. */
+Test(slice_cache, full_cache_push_bytes_written)
+{
+    ptt_db t;
+    PTT_FOR_EACH_ENGINE(t) {
+        md_error err;
+        bson_oid_t post, blog;
+        bson_oid_init(&post, NULL);
+        bson_oid_init(&blog, NULL);
+        cr_assert_eq(pt_slice_create_post(t.db, &post, &blog, "t", "c", NULL, &err), 0);
+        char m[64];
+        for (int i = 0; i < PT_SLICE_LATEST; i++) {
+            snprintf(m, sizeof m, "comment number %04d of this post, all the same size", i);
+            cr_assert_eq(pt_slice_add_comment(t.db, &post, m, 1000 + i, NULL, &err), 0);
+        }
+        bson_t doc;
+        cr_assert_eq(pt_slice_find_post(t.db, &post, &doc, &err), 0);
+        int64_t full = doc.len;
+        bson_destroy(&doc);
+        bson_t *s0 = coll_stats(&t, PT_SLICE_POSTS);
+        for (int i = PT_SLICE_LATEST; i < PT_SLICE_LATEST + 20; i++) {
+            snprintf(m, sizeof m, "comment number %04d of this post, all the same size", i);
+            cr_assert_eq(pt_slice_add_comment(t.db, &post, m, 1000 + i, NULL, &err), 0);
+        }
+        bson_t *s1 = coll_stats(&t, PT_SLICE_POSTS);
+        cr_assert_eq(pt_slice_find_post(t.db, &post, &doc, &err), 0);
+        cr_assert_eq(doc.len, full, "a full cache keeps its size");
+        bson_destroy(&doc);
+        int64_t bytes = engine_stat(&t, s1, "bytesWritten") - engine_stat(&t, s0, "bytesWritten");
+        cr_assert_eq(engine_stat(&t, s1, "updates") - engine_stat(&t, s0, "updates"), 20);
+        if (strcmp(t.engine, "mmapv1") == 0) {
+            cr_assert_eq(engine_stat(&t, s1, "moves"), engine_stat(&t, s0, "moves"));
+            cr_assert_lt(bytes, 20 * full / 2, "[%s] %lld bytes for 20 pushes of a %lld-byte post",
+                         t.engine, (long long)bytes, (long long)full);
+        } else if (!in_place(&t)) {
+            cr_assert_geq(bytes, 20 * full, "[%s] %lld bytes for 20 pushes of a %lld-byte post",
+                          t.engine, (long long)bytes, (long long)full);
+        }
+        bson_destroy(s0);
+        bson_destroy(s1);
+    }
+}
