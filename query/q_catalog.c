@@ -886,6 +886,27 @@ int q_coll_convert_capped(md_db *db, q_coll *c, int64_t size, q_coll **out, md_e
     return rc;
 }
 
+/* cloneCollectionAsCapped: c's documents in natural order into a new capped
+ * collection `to` of `size` bytes (with its _id index), c unchanged. */
+int q_coll_clone_capped(md_db *db, q_coll *c, const char *to, int64_t size, md_error *err)
+{
+    bson_t **docs = NULL, opts = BSON_INITIALIZER;
+    size_t n = 0;
+    q_coll *nc = NULL;
+    BSON_APPEND_BOOL(&opts, "capped", true);
+    BSON_APPEND_INT64(&opts, "size", size);
+    int rc = collect_docs(db, c, &docs, &n, err);
+    if (!rc)
+        rc = q_coll_create(db, to, &opts, &nc, err);
+    for (size_t i = 0; !rc && i < n; i++)
+        rc = q_write_insert(db, nc, docs[i], false, NULL, err);
+    for (size_t i = 0; i < n; i++)
+        bson_destroy(docs[i]);
+    free(docs);
+    bson_destroy(&opts);
+    return rc;
+}
+
 int q_coll_empty(md_db *db, q_coll *c, md_error *err)
 {
     eng_txn *t = NULL;

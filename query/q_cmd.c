@@ -352,6 +352,7 @@ static const struct {
     {"drop", q_cmd_drop, X},
     {"convertToCapped", q_cmd_convert_to_capped, X},
     {"emptycapped", q_cmd_empty_capped, X},
+    {"cloneCollectionAsCapped", q_cmd_clone_capped, X},
     {"dropDatabase", q_cmd_drop_database, X},
     {"listCollections", q_cmd_list_collections, R},
     {"collMod", q_cmd_coll_mod, X},

@@ -1,7 +1,7 @@
 /*
  * q_cmd_admin.c -- catalog commands: create, drop, dropDatabase,
  * listCollections, collMod, createIndexes, dropIndexes, listIndexes,
- * convertToCapped, emptycapped.
+ * convertToCapped, cloneCollectionAsCapped, emptycapped.
  *
  * Each catalog change runs in one engine transaction together with the
  * storage it describes; an index build over existing documents is part of
@@ -83,6 +83,21 @@ int q_cmd_drop_database(md_db *db, const bson_t *cmd, bson_t *reply, md_error *e
 
 /* ---- convertToCapped / emptycapped ------------------------------------------------------ */
 
+/* A capped size field: missing or 0 is 3.x's "invalid command spec". */
+static int capped_size_arg(const bson_t *cmd, int64_t *size, md_error *err)
+{
+    bson_iter_t it;
+    double d = bson_iter_init_find(&it, cmd, "size") && BSON_ITER_HOLDS_NUMBER(&it)
+                   ? bson_iter_as_double(&it)
+                   : 0;
+    if (d == 0 || d != d)
+        return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE, "invalid command spec");
+    if (d < 0)
+        return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE, "size has to be >= 0");
+    *size = d > 9e18 ? INT64_MAX / 2 : (int64_t)d;
+    return 0;
+}
+
 /* {convertToCapped: "c", size: N}: see q_coll_convert_capped.  A missing or
  * zero size is 3.x's "invalid command spec" (errmsg only there; BadValue
  * here). */
@@ -90,23 +105,38 @@ int q_cmd_convert_to_capped(md_db *db, const bson_t *cmd, bson_t *reply, md_erro
 {
     const char *name;
     char ns[ENG_IDENT_MAX];
-    bson_iter_t it;
+    int64_t size;
     int rc = q_cmd_coll_name(db, cmd, false, &name, ns, err);
-    if (rc)
+    if (rc || (rc = capped_size_arg(cmd, &size, err)) != 0)
         return rc;
-    double size = bson_iter_init_find(&it, cmd, "size") && BSON_ITER_HOLDS_NUMBER(&it)
-                      ? bson_iter_as_double(&it)
-                      : 0;
-    if (size == 0 || size != size)
-        return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE, "invalid command spec");
-    if (size < 0)
-        return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE, "size has to be >= 0");
     q_coll *c = q_coll_find(db, name);
     if (!c)
         return q_err(err, MD_NOTFOUND, MD_CODE_NAMESPACE_NOT_FOUND,
                      "source collection %s does not exist", ns);
-    return q_coll_convert_capped(db, c, size > 9e18 ? INT64_MAX / 2 : (int64_t)size, NULL,
-                                 err);
+    return q_coll_convert_capped(db, c, size, NULL, err);
+}
+
+/* {cloneCollectionAsCapped: "src", toCollection: "dst", size: N}. */
+int q_cmd_clone_capped(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err)
+{
+    const char *name, *to = NULL;
+    char ns[ENG_IDENT_MAX], to_ns[ENG_IDENT_MAX];
+    bson_iter_t it;
+    int64_t size = 0;
+    int rc = q_cmd_coll_name(db, cmd, false, &name, ns, err);
+    if (rc)
+        return rc;
+    if (bson_iter_init_find(&it, cmd, "toCollection") && BSON_ITER_HOLDS_UTF8(&it))
+        to = bson_iter_utf8(&it, NULL);
+    if (!to || !to[0])
+        return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE, "invalid command spec");
+    if ((rc = capped_size_arg(cmd, &size, err)) != 0 || (rc = q_ns_make(db, to, to_ns, err)))
+        return rc;
+    q_coll *c = q_coll_find(db, name);
+    if (!c)
+        return q_err(err, MD_NOTFOUND, MD_CODE_NAMESPACE_NOT_FOUND,
+                     "source collection %s does not exist", ns);
+    return q_coll_clone_capped(db, c, to, size, err);
 }
 
 /* {emptycapped: "c"}: every document and index entry removed. */

@@ -209,6 +209,9 @@ int q_coll_drop(md_db *db, q_coll *c, md_error *err);
  * other indexes dropped, as MongoDB 3.x does).  Under the exclusive
  * database lock.  *out: the new collection (c is freed). */
 int q_coll_convert_capped(md_db *db, q_coll *c, int64_t size, q_coll **out, md_error *err);
+/* cloneCollectionAsCapped: a new capped collection `to` of `size` bytes
+ * holding c's documents in natural order (the ring keeps the newest). */
+int q_coll_clone_capped(md_db *db, q_coll *c, const char *to, int64_t size, md_error *err);
 /* emptycapped: remove every record and index entry of capped c. */
 int q_coll_empty(md_db *db, q_coll *c, md_error *err);
 /* Persist c's catalog entry inside transaction t. */
@@ -506,6 +509,7 @@ int q_cmd_create(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
 int q_cmd_drop(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
 int q_cmd_convert_to_capped(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
 int q_cmd_empty_capped(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
+int q_cmd_clone_capped(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
 int q_cmd_list_collections(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
 int q_cmd_coll_mod(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
 int q_cmd_create_indexes(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);

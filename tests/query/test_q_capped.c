@@ -587,3 +587,36 @@ Test(q_capped, auto_index_id_false)
         }
     }
 }
+
+Test(q_capped, clone_collection_as_capped)
+{
+    tdb t;
+    int v[64];
+    FOR_EACH_ENGINE(t) {
+        insert_range(&t, 0, 30);
+        T_RUN(&t, "{\"cloneCollectionAsCapped\": \"c\", \"toCollection\": \"d\", \"size\": "
+                  "100000, \"writeConcern\": {\"w\": 1}}");
+        bson_t *r = T_OK(&t, "{\"collStats\": \"d\"}");
+        bson_iter_t it;
+        cr_assert(t_find(r, "capped", &it) && bson_iter_as_bool(&it), "[%s]", t.engine);
+        cr_assert_eq(t_i64(r, "count"), 30);
+        bson_destroy(r);
+        r = T_OK(&t, "{\"find\": \"d\", \"batchSize\": 100}");
+        int n = batch_ids(r, "cursor.firstBatch", v, 64);
+        bson_destroy(r);
+        cr_assert_eq(n, 30);
+        for (int i = 0; i < n; i++)
+            cr_assert_eq(v[i], i, "[%s] natural order", t.engine);
+        r = T_OK(&t, "{\"collStats\": \"c\"}");
+        cr_assert(t_find(r, "capped", &it) && !bson_iter_as_bool(&it), "the source stays");
+        cr_assert_eq(t_i64(r, "count"), 30);
+        bson_destroy(r);
+        T_ERR(&t, 48, NULL, "{\"cloneCollectionAsCapped\": \"c\", \"toCollection\": \"d\", "
+              "\"size\": 4096}");
+        T_ERR(&t, 26, "does not exist", "{\"cloneCollectionAsCapped\": \"x\", \"toCollection\": "
+              "\"y\", \"size\": 4096}");
+        T_ERR(&t, 2, "invalid command spec", "{\"cloneCollectionAsCapped\": \"c\", \"size\": 4096}");
+        T_ERR(&t, 2, "invalid command spec", "{\"cloneCollectionAsCapped\": \"c\", "
+              "\"toCollection\": \"y\"}");
+    }
+}
