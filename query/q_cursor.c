@@ -30,9 +30,9 @@
  *           -> retake the locks, unlink, look again (repeat while time is left)
  *
  * A waiting cursor is in the registry but pinned: getMore and the reaper
- * pass it by; a drop (exclusive lock, nobody else running) releases its
- * scan and marks it killed; killCursors marks it killed and the waiter
- * frees it.  When the ring overwrites the record a cursor rests on, the
+ * pass it by; a drop (exclusive lock, nobody else running) unlinks it,
+ * releases its scan and marks it killed; killCursors marks it killed and
+ * leaves it linked; the waiter unlinks and frees it.  When the ring overwrites the record a cursor rests on, the
  * next getMore fails with CappedPositionLost (136) and the cursor dies.
  */
 #include <assert.h>
@@ -608,13 +608,14 @@ static bool await_insert(md_db *db, q_cursor *cur, uint64_t seen, const struct t
 
     q_db_lock(db, Q_MODE_IS);
     pthread_mutex_lock(&db->cur_mu);
+    /* a drop unlinked it; killCursors left it linked (so that a drop
+     * after it still finds and releases it) */
     bool killed = cur->killed;
-    if (!killed)
-        for (q_cursor **p = &db->cursors; *p; p = &(*p)->next)
-            if (*p == cur) {
-                *p = cur->next;
-                break;
-            }
+    for (q_cursor **p = &db->cursors; *p; p = &(*p)->next)
+        if (*p == cur) {
+            *p = cur->next;
+            break;
+        }
     cur->waiting = false;
     pthread_mutex_unlock(&db->cur_mu);
     if (killed)
@@ -760,12 +761,14 @@ int q_cursor_kill(md_db *db, int64_t id)
     for (q_cursor **p = &db->cursors; *p; p = &(*p)->next)
         if ((*p)->id == id) {
             cur = *p;
-            *p = cur->next;
             if (cur->waiting) {
-                kill_waiting(db, cur); /* its waiter frees it */
+                /* its waiter unlinks and frees it; it stays linked till then,
+                 * so that a drop meanwhile releases its scan */
+                kill_waiting(db, cur);
                 pthread_mutex_unlock(&db->cur_mu);
                 return 0;
             }
+            *p = cur->next;
             break;
         }
     pthread_mutex_unlock(&db->cur_mu);
