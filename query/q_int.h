@@ -296,6 +296,8 @@ typedef struct q_plan {
     bson_t *bounds;  /* explain's indexBounds ({a: ["[1, 1]"]}), owned */
     bool sort_provided, idhack, hinted;
     bool covered;    /* the projection comes from the keys: no FETCH */
+    bool key_filter; /* covered, and the matcher runs on each decoded key
+                        (a regex the bounds do not decide) */
 } q_plan;
 void q_plan_cleanup(q_plan *p);
 void q_plan_copy(const q_plan *src, q_plan *dst);
@@ -308,9 +310,11 @@ void q_plans_free(q_plan *v, size_t n);
 /* Fill p->bounds (explain's indexBounds) if p scans an index. */
 void q_plan_render_bounds(q_plan *p, const bson_t *filter);
 /* Can index plan p answer the query from its keys alone: a non-multikey
- * index, bounds that decide the filter exactly, and an inclusion
- * projection of top-level key fields that excludes _id (unless keyed)? */
-bool q_plan_covers(const q_plan *p, const bson_t *filter, const bson_t *proj);
+ * index, bounds that decide the filter exactly (or regexes on key fields,
+ * then p->key_filter is set and the scan matches each decoded key), and an
+ * inclusion projection of top-level key fields that excludes _id (unless
+ * keyed)? */
+bool q_plan_covers(q_plan *p, const bson_t *filter, const bson_t *proj);
 /*
  * The plan cache: the index a trial chose for a query shape (the filter's
  * fields, operators and value types, the sort and the projection), until

@@ -377,6 +377,10 @@ static void oil_op(oil *o, const bson_iter_t *op, const bson_iter_t *opdoc, bool
         o->nullish = true;
     } else if (strcmp(name, "$elemMatch") == 0 && is_operator_doc(op)) {
         oil_ops(o, op, dotted, false);
+    } else if (strcmp(name, "$all") == 0 && BSON_ITER_HOLDS_ARRAY(op) &&
+               bson_iter_recurse(op, &sub) && bson_iter_next(&sub) &&
+               !BSON_ITER_HOLDS_ARRAY(&sub) && !BSON_ITER_HOLDS_DOCUMENT(&sub)) {
+        oil_eq(o, &sub, dotted); /* an $and of equalities: the first bounds the scan */
     }
 }
 
@@ -404,11 +408,18 @@ static void oil_field_in(oil *o, const bson_t *filter, const char *path, bool mu
  * may be an array). */
 static void oil_elem_match(oil *o, const bson_iter_t *it, const char *path, bool multikey)
 {
-    bson_iter_t op;
+    bson_iter_t op, all;
     size_t kl = strlen(bson_iter_key(it));
     if (strncmp(path, bson_iter_key(it), kl) != 0 || path[kl] != '.' ||
-        !BSON_ITER_HOLDS_DOCUMENT(it) || !bson_iter_recurse(it, &op) || !bson_iter_next(&op) ||
-        strcmp(bson_iter_key(&op), "$elemMatch") != 0 || is_operator_doc(&op) ||
+        !BSON_ITER_HOLDS_DOCUMENT(it) || !bson_iter_recurse(it, &op) || !bson_iter_next(&op))
+        return;
+    /* {a: {$all: [{$elemMatch: {...}}, ...]}} is an $and of its $elemMatch
+     * predicates (as MongoDB parses it): the first one bounds the scan. */
+    if (strcmp(bson_iter_key(&op), "$all") == 0 && BSON_ITER_HOLDS_ARRAY(&op) &&
+        bson_iter_recurse(&op, &all) && bson_iter_next(&all) && BSON_ITER_HOLDS_DOCUMENT(&all) &&
+        bson_iter_recurse(&all, &op) && !bson_iter_next(&op))
+        return;
+    if (strcmp(bson_iter_key(&op), "$elemMatch") != 0 || is_operator_doc(&op) ||
         !BSON_ITER_HOLDS_DOCUMENT(&op))
         return;
     bson_t inner;
@@ -944,18 +955,44 @@ static bool exact_value(const bson_iter_t *v)
     }
 }
 
-/* Is every predicate of `filter` decided exactly by p's bounds? */
-static bool filter_exact(const q_plan *p, const bson_t *filter)
+/* A regex predicate ({a: /re/} or {a: {$regex: ..}}): not decided by the
+ * bounds, but decidable on the key's value, which a covered scan has. */
+static bool is_regex_pred(const bson_iter_t *v)
+{
+    bson_iter_t op;
+    if (BSON_ITER_HOLDS_REGEX(v))
+        return true;
+    if (!BSON_ITER_HOLDS_DOCUMENT(v) || !bson_iter_recurse(v, &op))
+        return false;
+    bool any = false;
+    while (bson_iter_next(&op)) {
+        const char *name = bson_iter_key(&op);
+        if (strcmp(name, "$regex") != 0 && strcmp(name, "$options") != 0)
+            return false;
+        any = true;
+    }
+    return any;
+}
+
+/* Is every predicate of `filter` decided by p's index keys?  Exactly by
+ * the bounds, or (*key_filter set) by the matcher run on the decoded key,
+ * as MongoDB filters a covered IXSCAN's keys for a regex. */
+static bool filter_exact(const q_plan *p, const bson_t *filter, bool *key_filter)
 {
     kfield f[32];
     size_t nf = key_fields(&p->ix->key, f);
     bson_iter_t it, op, e;
+    *key_filter = false;
     if (!filter || !bson_iter_init(&it, filter))
         return true;
     while (bson_iter_next(&it)) {
         size_t i = 0;
         while (i < nf && strcmp(f[i].name, bson_iter_key(&it)) != 0)
             i++;
+        if (i < nf && is_regex_pred(&it)) {
+            *key_filter = true;
+            continue;
+        }
         if (i >= p->nused)
             return false;
         if (!is_operator_doc(&it)) {
@@ -982,7 +1019,7 @@ static bool filter_exact(const q_plan *p, const bson_t *filter)
     return true;
 }
 
-bool q_plan_covers(const q_plan *p, const bson_t *filter, const bson_t *proj)
+bool q_plan_covers(q_plan *p, const bson_t *filter, const bson_t *proj)
 {
     kfield f[32];
     bson_iter_t it;
@@ -1010,5 +1047,5 @@ bool q_plan_covers(const q_plan *p, const bson_t *filter, const bson_t *proj)
     bool id_keyed = false;
     for (size_t i = 0; i < nf; i++)
         id_keyed |= strcmp(f[i].name, "_id") == 0;
-    return any && (id_out || id_keyed) && filter_exact(p, filter);
+    return any && (id_out || id_keyed) && filter_exact(p, filter, &p->key_filter);
 }

@@ -218,8 +218,11 @@ static int scan_next_index(q_scan *s, eng_rid *rid, bson_t *doc)
             bson_destroy(&s->kdoc);
             if (q_key_decode(&s->ix->key, s->last_key.data, (uint32_t)s->last_key.len,
                              &s->kdoc) &&
-                bson_init_static(doc, bson_get_data(&s->kdoc), s->kdoc.len))
+                bson_init_static(doc, bson_get_data(&s->kdoc), s->kdoc.len)) {
+                if (s->plan.key_filter && s->m && !q_matcher_matches(s->m, doc))
+                    continue;
                 return s->advanced++, 0;
+            }
         }
         int rc = eng_rs_get(s->c->rs, *rid, &data, &len);
         note(s, rc);

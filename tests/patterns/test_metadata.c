@@ -196,11 +196,10 @@ Test(pt_metadata, the_compound_multikey_index_serves_elem_match)
 /*
  * The book's several-field query, {metadata: {$all: [{$elemMatch: ...},
  * {$elemMatch: ...}]}}, is index-served in MongoDB 3.x (the $all becomes an
- * $and of the $elemMatch predicates, and the first gives the bounds).
- * minidoc's planner gives it no bounds yet and scans the collection, so
- * this test is disabled until query/q_plan.c learns the rewrite.
+ * $and of the $elemMatch predicates, and the first gives the bounds), and
+ * so in minidoc's planner.
  */
-Test(pt_metadata, the_index_serves_all_of_elem_match, .disabled = true)
+Test(pt_metadata, the_index_serves_all_of_elem_match)
 {
     ptt_db t;
     PTT_FOR_EACH_ENGINE(t) {

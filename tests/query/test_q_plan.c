@@ -292,6 +292,64 @@ Test(q_plan, covered_query_examines_no_documents)
     }
 }
 
+/* A regex on a covering index is decided on each decoded key (MongoDB's
+ * IXSCAN filter): no FETCH, and only the keys the regex matches return. */
+Test(q_plan, covered_regex_filters_keys)
+{
+    tdb t;
+    FOR_EACH_ENGINE(t) {
+        T_RUN(&t, "{\"createIndexes\": \"c\", \"indexes\": [{\"key\": {\"p\": 1, \"n\": 1}, "
+                  "\"name\": \"p_1_n_1\"}]}");
+        T_RUN(&t, "{\"insert\": \"c\", \"documents\": [{\"p\": \"/a\", \"n\": 1}, "
+                  "{\"p\": \"/a/b\", \"n\": 2}, {\"p\": \"/ab\", \"n\": 3}, "
+                  "{\"p\": \"/A\", \"n\": 4}, {\"p\": 5, \"n\": 5}]}");
+        const char *q = "{\"find\": \"c\", \"filter\": {\"p\": {\"$regex\": \"^/a$\"}}, "
+                        "\"projection\": {\"_id\": 0, \"p\": 1, \"n\": 1}}";
+        bson_t *r = explain(&t, q);
+        cr_assert_eq(t_i64(r, "executionStats.totalDocsExamined"), 0);
+        cr_assert_eq(t_i64(r, "executionStats.nReturned"), 1);
+        bson_destroy(r);
+        assert_plan(&t, q, "\"PROJECTION_COVERED\"", "\"FETCH\"");
+        r = T_OK(&t, "%s", q);
+        cr_assert_eq(t_len(r, "cursor.firstBatch"), 1);
+        cr_assert_eq(t_i64(r, "cursor.firstBatch.0.n"), 1);
+        bson_destroy(r);
+        /* a case-insensitive regex scans every key and still filters them */
+        r = T_OK(&t, "{\"find\": \"c\", \"filter\": {\"p\": {\"$regex\": \"^/a$\", \"$options\": \"i\"}}, "
+                     "\"projection\": {\"_id\": 0, \"n\": 1}, \"sort\": {\"n\": 1}}");
+        cr_assert_eq(t_len(r, "cursor.firstBatch"), 2);
+        cr_assert_eq(t_i64(r, "cursor.firstBatch.1.n"), 4);
+        bson_destroy(r);
+    }
+}
+
+/* $all bounds the scan by its first element, as an $and of equalities
+ * (MongoDB 3.x); $all of $elemMatch by its first $elemMatch. */
+Test(q_plan, all_gives_bounds)
+{
+    tdb t;
+    FOR_EACH_ENGINE(t) {
+        T_RUN(&t, "{\"createIndexes\": \"c\", \"indexes\": [{\"key\": {\"tags\": 1}, "
+                  "\"name\": \"tags_1\"}, {\"key\": {\"m.k\": 1, \"m.v\": 1}, \"name\": \"mkv\"}]}");
+        T_RUN(&t, "{\"insert\": \"c\", \"documents\": [{\"tags\": [\"x\", \"y\"], "
+                  "\"m\": [{\"k\": \"a\", \"v\": 1}, {\"k\": \"b\", \"v\": 2}]}, "
+                  "{\"tags\": [\"x\"], \"m\": [{\"k\": \"a\", \"v\": 1}]}]}");
+        const char *q1 = "{\"find\": \"c\", \"filter\": {\"tags\": {\"$all\": [\"y\", \"x\"]}}}";
+        assert_plan(&t, q1, "[ \"[\\\"y\\\", \\\"y\\\"]\" ]", "\"COLLSCAN\"");
+        bson_t *r = T_OK(&t, "%s", q1);
+        cr_assert_eq(t_len(r, "cursor.firstBatch"), 1);
+        bson_destroy(r);
+        const char *q2 = "{\"find\": \"c\", \"filter\": {\"m\": {\"$all\": ["
+                         "{\"$elemMatch\": {\"k\": \"b\", \"v\": 2}}, "
+                         "{\"$elemMatch\": {\"k\": \"a\", \"v\": 1}}]}}}";
+        assert_plan(&t, q2, "\"mkv\"", "\"COLLSCAN\"");
+        r = explain(&t, q2);
+        cr_assert_eq(t_i64(r, "executionStats.totalDocsExamined"), 1);
+        cr_assert_eq(t_i64(r, "executionStats.nReturned"), 1);
+        bson_destroy(r);
+    }
+}
+
 Test(q_plan, hints)
 {
     tdb t;
