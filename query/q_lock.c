@@ -259,7 +259,9 @@ void q_txn_end(md_db *db)
         pthread_mutex_unlock(&db->txn_mu);
 }
 
-/* MongoDB's writeConflictRetry: yield at first, then sleep up to 100 ms. */
+/* MongoDB's WriteConflictException::logAndBackoff: retry at once for the
+ * first attempts (a yield here), then sleep 1 ms, 5 ms, and from the 100th
+ * attempt on 10 ms. */
 void q_write_conflict(md_db *db, int attempt, md_error *err)
 {
     md_error_clear(err);
@@ -268,7 +270,7 @@ void q_write_conflict(md_db *db, int attempt, md_error *err)
         sched_yield();
         return;
     }
-    int ms = attempt < 10 ? 1 : attempt < 100 ? 5 : 100;
+    int ms = attempt < 10 ? 1 : attempt < 100 ? 5 : 10;
     struct timespec ts = {0, ms * 1000000L};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
         ;
