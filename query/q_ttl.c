@@ -56,8 +56,10 @@ int q_ttl_pass(md_db *db, int64_t now_ms, int64_t *deleted, md_error *err)
     int rc = 0;
     *deleted = 0;
     Q_SET(db->ttl_last_ms, now_ms);
+    /* capped collections are skipped, as MongoDB 3.x's TTL monitor does:
+     * their documents cannot be deleted, the ring ages them out */
     for (q_coll *c = db->colls; c && !rc; c = c->next)
-        for (size_t i = 0; i < c->nidx && !rc; i++)
+        for (size_t i = 0; i < c->nidx && !rc && !c->capped; i++)
             if (c->idx[i]->expire_secs >= 0)
                 rc = ttl_index(db, c, c->idx[i], now_ms, deleted, err);
     return rc;

@@ -628,3 +628,25 @@ Test(q_capped, clone_collection_as_capped)
               "\"toCollection\": \"y\"}");
     }
 }
+
+/* The TTL monitor passes capped collections by (their documents cannot be
+ * deleted) and goes on with the others. */
+Test(q_capped, ttl_monitor_skips_capped_collections)
+{
+    tdb t;
+    FOR_EACH_ENGINE(t) {
+        T_RUN(&t, "{\"create\": \"a\", \"capped\": true, \"size\": 4096}");
+        T_RUN(&t, "{\"createIndexes\": \"a\", \"indexes\": [{\"key\": {\"at\": 1}, \"name\": "
+                  "\"at\", \"expireAfterSeconds\": 1}]}");
+        T_RUN(&t, "{\"createIndexes\": \"z\", \"indexes\": [{\"key\": {\"at\": 1}, \"name\": "
+                  "\"at\", \"expireAfterSeconds\": 1}]}");
+        T_RUN(&t, "{\"insert\": \"a\", \"documents\": [{\"at\": {\"$date\": 0}}]}");
+        T_RUN(&t, "{\"insert\": \"z\", \"documents\": [{\"at\": {\"$date\": 0}}]}");
+        bson_t *r = T_OK(&t, "{\"ttlMonitor\": 1}");
+        cr_assert_eq(t_i64(r, "deleted"), 1, "[%s] only the plain collection's", t.engine);
+        bson_destroy(r);
+        r = T_OK(&t, "{\"count\": \"a\"}");
+        cr_assert_eq(t_i64(r, "n"), 1);
+        bson_destroy(r);
+    }
+}
