@@ -159,6 +159,20 @@ int64_t pt_queue_jobs_fetched(void *state);
 /* ---- 5.2 Topics (topics.c) ----------------------------------------------- */
 extern const pt_pattern pt_pattern_topics;
 
+/* createCollection("ticker", {capped: true, size: 100000, max: 100000}) and
+ * ensureIndex({time: 1}). */
+int pt_topics_create(md_db *db, md_error *err);
+/* insert({time: new Date(), ticker, price}). */
+int pt_topics_publish(md_db *db, const char *ticker, double price, md_error *err);
+/* find({time: {$gte: since}}) tailable + awaitData; each getMore waits up
+ * to max_await_ms for a new ticker.  Never NULL; caller destroys. */
+md_cursor *pt_topics_subscribe(md_db *db, int64_t since_ms, int32_t max_await_ms);
+/* The scenario's counts (state from its setup): tickers published, first
+ * tickers received by subscribers, subscribers that got none in time. */
+int64_t pt_topics_published(void *state);
+int64_t pt_topics_received(void *state);
+int64_t pt_topics_timeouts(void *state);
+
 /* ---- 5.3 Metadata (metadata.c) ------------------------------------------- */
 extern const pt_pattern pt_pattern_metadata;
 

@@ -11,14 +11,6 @@
 
 #include "pt_test_util.h"
 
-/* topics.c's operations (patterns.h lists only the pattern object). */
-int pt_topics_create(md_db *db, md_error *err);
-int pt_topics_publish(md_db *db, const char *ticker, double price, md_error *err);
-md_cursor *pt_topics_subscribe(md_db *db, int64_t since_ms, int32_t max_await_ms);
-int64_t pt_topics_published(void *state);
-int64_t pt_topics_received(void *state);
-int64_t pt_topics_timeouts(void *state);
-
 static int64_t mono_ms(void)
 {
     struct timespec ts;

@@ -33,8 +33,6 @@ Test(q_cmd_admin, create_and_errors)
     FOR_EACH_ENGINE(t) {
         T_RUN(&t, "{\"create\": \"c\", \"writeConcern\": {\"w\": 1}}");
         T_ERR(&t, 48, "a collection 'test.c' already exists", "{\"create\": \"c\"}");
-        T_ERR(&t, 115, "capped collections are not supported yet",
-              "{\"create\": \"cap\", \"capped\": true, \"size\": 4096}");
         T_ERR(&t, 72, "not a valid collection option", "{\"create\": \"d\", \"bogus\": 1}");
         T_ERR(&t, 73, NULL, "{\"create\": \"system.x\"}");
         T_ERR(&t, 73, NULL, "{\"create\": 12}");
