@@ -150,6 +150,19 @@ static bool wanted(const pt_pattern *p, const pt_scenario *sc, char **names, int
     return false;
 }
 
+/* The machine's load averages: the runs share its CPUs with whatever else runs. */
+static void read_load(char *buf, size_t n)
+{
+    FILE *f = fopen("/proc/loadavg", "r");
+    double a, b, c;
+    if (f && fscanf(f, "%lf %lf %lf", &a, &b, &c) == 3)
+        snprintf(buf, n, "%.2f %.2f %.2f", a, b, c);
+    else
+        snprintf(buf, n, "unknown");
+    if (f)
+        fclose(f);
+}
+
 static double now_s(void)
 {
     struct timespec ts;
@@ -375,6 +388,7 @@ int main(int argc, char **argv)
     progress_ctx pc = {.n = run.nsc * run.nengines, .tty = isatty(2)};
     bool ok = true;
     double t0 = now_s();
+    read_load(run.load_before, sizeof run.load_before);
     int si = 0;
     for (int pi = 0; pi < run.npat; pi++) {
         for (; si < run.nsc && run.sc[si].p == run.pat[pi].p; si++)
@@ -388,6 +402,7 @@ int main(int argc, char **argv)
         fflush(stdout);
     }
     run.total_s = now_s() - t0;
+    read_load(run.load_after, sizeof run.load_after);
     rn_verdicts(&run);
     int measured = 0;
     for (int i = 0; i < run.npat; i++)

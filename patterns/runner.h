@@ -40,6 +40,7 @@ typedef struct rn_run {
     const char *cmdline;
     double total_s;
     char started[64];        /* UTC time of the start */
+    char load_before[64], load_after[64]; /* /proc/loadavg's 1/5/15 min */
 } rn_run;
 
 /* A scenario's default rate scale (runner.c), else fallback. */
