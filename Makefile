@@ -99,7 +99,9 @@ $(CLI): $(BUILD)/tools/minidoc.o $(LIB)
 $(TEST_BIN): $(TEST_OBJS) $(PAT_OBJS) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcriterion
 
+# (An older layout kept the pattern objects in a directory of this name.)
 $(PATTERNS): $(PAT_MAIN_OBJS) $(PAT_OBJS) $(LIB)
+	@if [ -d $@ ]; then rm -rf $@; fi
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 demo: deps
