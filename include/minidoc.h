@@ -253,7 +253,9 @@ int md_collection_count(md_collection *coll, const bson_t *filter, const bson_t 
  */
 int md_collection_find_and_modify(md_collection *coll, const bson_t *query,
                                   const bson_t *opts, bson_t *reply, md_error *err);
-/* createIndexes with one index: keys such as {a: 1}; opts such as {unique: true}. */
+/* createIndexes with one index: keys such as {a: 1}; opts such as
+ * {unique: true}.  Without a "name" in opts the index gets the drivers'
+ * default name, keys and directions joined by '_' ("a_1_b_-1"). */
 int md_collection_create_index(md_collection *coll, const bson_t *keys, const bson_t *opts,
                                bson_t *reply, md_error *err);
 

@@ -277,25 +277,20 @@ int pt_cart_finish_checkout(md_db *db, const bson_t *cart, bool recovered, pt_ca
 
 /* ---- indexes, seeding, products ------------------------------------------- */
 
-static int create_index(md_db *db, const char *coll, const char *field, const char *name,
-                        md_error *err)
+static int create_index(md_db *db, const char *coll, const char *field, md_error *err)
 {
-    md_collection *c = md_db_get_collection(db, coll);
     bson_t *keys = BCON_NEW(field, BCON_INT32(1));
-    bson_t *opts = BCON_NEW("name", BCON_UTF8(name));
-    int rc = md_collection_create_index(c, keys, opts, NULL, err);
+    int rc = pt_ensure_index(db, coll, keys, NULL, err);
     bson_destroy(keys);
-    bson_destroy(opts);
-    md_collection_destroy(c);
     return rc;
 }
 
 /* Ex 9 and Ex 10 (their getSisterDB("catalog") is the db "shop": erratum). */
 int pt_cart_create_indexes(md_db *db, md_error *err)
 {
-    int rc = create_index(db, CART_CARTS, "state", "state_1", err);
+    int rc = create_index(db, CART_CARTS, "state", err);
     if (rc == 0)
-        rc = create_index(db, CART_INVENTORIES, "reservations._id", "reservations._id_1", err);
+        rc = create_index(db, CART_INVENTORIES, "reservations._id", err);
     return rc;
 }
 

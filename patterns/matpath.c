@@ -50,36 +50,16 @@
 
 /* ---- operations ---------------------------------------------------------- */
 
-/* createIndexes with the name the shell's ensureIndex gives (keys and
- * directions joined by '_', e.g. "parent_1_name_1"). */
-static int ensure_index(md_db *db, const char *coll, const bson_t *keys, md_error *err)
-{
-    char name[256] = "";
-    size_t len = 0;
-    bson_iter_t it;
-    bson_iter_init(&it, keys);
-    while (bson_iter_next(&it) && len < sizeof name)
-        len += (size_t)snprintf(name + len, sizeof name - len, "%s%s_%lld", len ? "_" : "",
-                                bson_iter_key(&it), (long long)bson_iter_as_int64(&it));
-    bson_t *cmd = BCON_NEW("createIndexes", BCON_UTF8(coll), "indexes", "[", "{", "key",
-                           BCON_DOCUMENT(keys), "name", BCON_UTF8(name), "}", "]");
-    bson_t reply;
-    int rc = md_db_command(db, cmd, &reply, err);
-    bson_destroy(&reply);
-    bson_destroy(cmd);
-    return rc;
-}
-
 int pt_matpath_create_indexes(md_db *db, md_error *err)
 {
     bson_t *category = BCON_NEW("category", BCON_INT32(1));
     bson_t *parent = BCON_NEW("parent", BCON_INT32(1));
     bson_t *categories = BCON_NEW("categories", BCON_INT32(1));
-    int rc = ensure_index(db, CATEGORIES_COLL, category, err);
+    int rc = pt_ensure_index(db, CATEGORIES_COLL, category, NULL, err);
     if (!rc)
-        rc = ensure_index(db, CATEGORIES_COLL, parent, err);
+        rc = pt_ensure_index(db, CATEGORIES_COLL, parent, NULL, err);
     if (!rc)
-        rc = ensure_index(db, PRODUCTS_COLL, categories, err);
+        rc = pt_ensure_index(db, PRODUCTS_COLL, categories, NULL, err);
     bson_destroy(category);
     bson_destroy(parent);
     bson_destroy(categories);
@@ -89,7 +69,7 @@ int pt_matpath_create_indexes(md_db *db, md_error *err)
 int pt_matpath_create_covered_index(md_db *db, md_error *err)
 {
     bson_t *keys = BCON_NEW("parent", BCON_INT32(1), "name", BCON_INT32(1));
-    int rc = ensure_index(db, CATEGORIES_COLL, keys, err);
+    int rc = pt_ensure_index(db, CATEGORIES_COLL, keys, NULL, err);
     bson_destroy(keys);
     return rc;
 }

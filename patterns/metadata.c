@@ -36,30 +36,10 @@
 
 /* ---- operations ---------------------------------------------------------- */
 
-/* createIndexes with the name the shell's ensureIndex gives (keys and
- * directions joined by '_', e.g. "metadata.key_1_metadata.value_1"). */
-static int ensure_index(md_db *db, const char *coll, const bson_t *keys, md_error *err)
-{
-    char name[256] = "";
-    size_t len = 0;
-    bson_iter_t it;
-    bson_iter_init(&it, keys);
-    while (bson_iter_next(&it) && len < sizeof name)
-        len += (size_t)snprintf(name + len, sizeof name - len, "%s%s_%lld", len ? "_" : "",
-                                bson_iter_key(&it), (long long)bson_iter_as_int64(&it));
-    bson_t *cmd = BCON_NEW("createIndexes", BCON_UTF8(coll), "indexes", "[", "{", "key",
-                           BCON_DOCUMENT(keys), "name", BCON_UTF8(name), "}", "]");
-    bson_t reply;
-    int rc = md_db_command(db, cmd, &reply, err);
-    bson_destroy(&reply);
-    bson_destroy(cmd);
-    return rc;
-}
-
 int pt_metadata_create_indexes(md_db *db, md_error *err)
 {
     bson_t *keys = BCON_NEW("metadata.key", BCON_INT32(1), "metadata.value", BCON_INT32(1));
-    int rc = ensure_index(db, IMAGES_COLL, keys, err);
+    int rc = pt_ensure_index(db, IMAGES_COLL, keys, NULL, err);
     bson_destroy(keys);
     return rc;
 }

@@ -37,3 +37,12 @@ int pt_command_json(md_db *db, const char *json, md_error *err)
     bson_destroy(&reply);
     return rc;
 }
+
+int pt_ensure_index(md_db *db, const char *coll, const bson_t *keys, const bson_t *opts,
+                    md_error *err)
+{
+    md_collection *c = md_db_get_collection(db, coll);
+    int rc = md_collection_create_index(c, keys, opts, NULL, err);
+    md_collection_destroy(c);
+    return rc;
+}

@@ -131,6 +131,11 @@ int64_t pt_now_ms(void);
 /* Run a command given as extended JSON; the reply is discarded. 0 or the
  * command's negative code with err filled. */
 int pt_command_json(md_db *db, const char *json, md_error *err);
+/* The shell's db.<coll>.ensureIndex(keys, opts): createIndexes with the
+ * shell's default name ("startTime_1_createdOn_1") unless opts names it;
+ * opts may be NULL. */
+int pt_ensure_index(md_db *db, const char *coll, const bson_t *keys, const bson_t *opts,
+                    md_error *err);
 
 /* ---- 5.1 Queue (queue.c) ------------------------------------------------- */
 extern const pt_pattern pt_pattern_queue;

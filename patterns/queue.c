@@ -44,44 +44,6 @@
 
 /* ---- operations ---------------------------------------------------------- */
 
-/*
- * createIndexes with the name the shell's ensureIndex gives: each key and
- * its direction joined by '_' ("startTime_1_priority_-1_createdOn_1").
- * `opts` (may be NULL) adds index options such as expireAfterSeconds.
- */
-static int ensure_index(md_db *db, const char *coll, const bson_t *keys, const bson_t *opts,
-                        md_error *err)
-{
-    char name[256] = "";
-    size_t len = 0;
-    bson_iter_t it;
-    bson_iter_init(&it, keys);
-    while (bson_iter_next(&it) && len < sizeof name) {
-        char dir[32];
-        if (BSON_ITER_HOLDS_UTF8(&it))
-            snprintf(dir, sizeof dir, "%s", bson_iter_utf8(&it, NULL));
-        else
-            snprintf(dir, sizeof dir, "%lld", (long long)bson_iter_as_int64(&it));
-        len += (size_t)snprintf(name + len, sizeof name - len, "%s%s_%s", len ? "_" : "",
-                                bson_iter_key(&it), dir);
-    }
-    bson_t cmd = BSON_INITIALIZER, arr, spec, reply;
-    BSON_APPEND_UTF8(&cmd, "createIndexes", coll);
-    BSON_APPEND_ARRAY_BEGIN(&cmd, "indexes", &arr);
-    BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &spec);
-    BSON_APPEND_DOCUMENT(&spec, "key", keys);
-    BSON_APPEND_UTF8(&spec, "name", name);
-    if (opts && bson_iter_init(&it, opts))
-        while (bson_iter_next(&it))
-            bson_append_iter(&spec, NULL, 0, &it);
-    bson_append_document_end(&arr, &spec);
-    bson_append_array_end(&cmd, &arr);
-    int rc = md_db_command(db, &cmd, &reply, err);
-    bson_destroy(&reply);
-    bson_destroy(&cmd);
-    return rc;
-}
-
 int pt_queue_create_indexes(md_db *db, md_error *err)
 {
     bson_t *fifo = BCON_NEW("startTime", BCON_INT32(1), "createdOn", BCON_INT32(1));
@@ -89,15 +51,15 @@ int pt_queue_create_indexes(md_db *db, md_error *err)
                             "createdOn", BCON_INT32(1));
     bson_t *ttl = BCON_NEW("endTime", BCON_INT32(1));
     bson_t *ttl_opts = BCON_NEW("expireAfterSeconds", BCON_INT32(60 * 60 * 24));
-    int rc = ensure_index(db, QUEUE_COLL, fifo, NULL, err);
+    int rc = pt_ensure_index(db, QUEUE_COLL, fifo, NULL, err);
     if (!rc)
-        rc = ensure_index(db, QUEUE_COLL, prio, NULL, err);
+        rc = pt_ensure_index(db, QUEUE_COLL, prio, NULL, err);
     /* Ex 11 as the book writes it: on the collection "expire" (of the
      * book's db "data"; one md_db is one database, so only the collection
      * name remains).  The text means the finished jobs (digest section 7
      * item 7); the code names another collection, and we keep the code. */
     if (!rc)
-        rc = ensure_index(db, EXPIRE_COLL, ttl, ttl_opts, err);
+        rc = pt_ensure_index(db, EXPIRE_COLL, ttl, ttl_opts, err);
     bson_destroy(fifo);
     bson_destroy(prio);
     bson_destroy(ttl);
