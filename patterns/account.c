@@ -86,27 +86,6 @@ static int ac_update(md_db *db, const char *coll, const bson_t *q, const bson_t 
     return rc;
 }
 
-/* findOne: *out (initialized on 0 only) gets a copy.  MD_NOTFOUND: none. */
-static int ac_find_one(md_db *db, const char *coll, const bson_t *filter, bson_t *out,
-                       md_error *err)
-{
-    md_collection *c = md_db_get_collection(db, coll);
-    bson_t *opts = BCON_NEW("limit", BCON_INT32(1), "singleBatch", BCON_BOOL(true));
-    const bson_t *doc;
-    int rc = MD_NOTFOUND;
-    md_cursor *cur = md_collection_find_with_opts(c, filter, opts);
-    if (md_cursor_next(cur, &doc)) {
-        bson_copy_to(doc, out);
-        rc = 0;
-    } else if (md_cursor_error(cur, err)) {
-        rc = MD_ERROR;
-    }
-    md_cursor_destroy(cur);
-    bson_destroy(opts);
-    md_collection_destroy(c);
-    return rc;
-}
-
 static int64_t ac_i64(const bson_t *doc, const char *key, int64_t dflt)
 {
     bson_iter_t it;
@@ -154,7 +133,7 @@ static int ac_txn_load(md_db *db, const bson_oid_t *id, ac_txn *t, md_error *err
 {
     bson_t doc;
     bson_t *q = BCON_NEW("_id", BCON_OID(id));
-    int rc = ac_find_one(db, AC_TXNS, q, &doc, err);
+    int rc = pt_find_one(db, AC_TXNS, q, NULL, &doc, err);
     bson_destroy(q);
     if (rc == MD_NOTFOUND)
         return md_error_set(err, MD_NOTFOUND, MD_CODE_NO_SUCH_KEY, "no such transaction");
@@ -186,7 +165,7 @@ static int ac_holds(md_db *db, const char *name, const bson_oid_t *id, bool *hol
 {
     bson_t doc;
     bson_t *q = BCON_NEW("name", BCON_UTF8(name), "pendingTransactions", BCON_OID(id));
-    int rc = ac_find_one(db, AC_ACCOUNTS, q, &doc, err);
+    int rc = pt_find_one(db, AC_ACCOUNTS, q, NULL, &doc, err);
     bson_destroy(q);
     *holds = rc == 0;
     if (rc == 0)
@@ -373,7 +352,7 @@ int pt_account_balance(md_db *db, const char *name, int64_t *balance, md_error *
 {
     bson_t doc;
     bson_t *q = BCON_NEW("name", BCON_UTF8(name));
-    int rc = ac_find_one(db, AC_ACCOUNTS, q, &doc, err);
+    int rc = pt_find_one(db, AC_ACCOUNTS, q, NULL, &doc, err);
     bson_destroy(q);
     if (rc != 0)
         return rc;

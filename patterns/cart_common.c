@@ -73,30 +73,6 @@ int pt_cart_update(md_db *db, const char *coll, const bson_t *q, const bson_t *u
     return rc;
 }
 
-int pt_cart_find_one(md_db *db, const char *coll, const bson_t *q, const bson_t *proj, bson_t *out,
-                     md_error *err)
-{
-    md_collection *c = md_db_get_collection(db, coll);
-    bson_t *opts = BCON_NEW("limit", BCON_INT64(1), "singleBatch", BCON_BOOL(true));
-    if (proj)
-        BSON_APPEND_DOCUMENT(opts, "projection", proj);
-    md_cursor *cur = md_collection_find_with_opts(c, q, opts);
-    const bson_t *doc;
-    int rc = MD_NOTFOUND;
-    bson_init(out);
-    if (md_cursor_next(cur, &doc)) {
-        bson_destroy(out);
-        bson_copy_to(doc, out);
-        rc = 0;
-    } else if (md_cursor_error(cur, err)) {
-        rc = MD_ERROR;
-    }
-    md_cursor_destroy(cur);
-    bson_destroy(opts);
-    md_collection_destroy(c);
-    return rc;
-}
-
 static int64_t iter_i64(const bson_iter_t *it)
 {
     return BSON_ITER_HOLDS_NUMBER(it) ? bson_iter_as_int64(it) : INT64_MIN;
@@ -171,7 +147,7 @@ int pt_cart_add_line(md_db *db, const bson_oid_t *cart, const pt_cart_item *item
     if (rc == MD_EDUPKEY) {
         bson_t doc;
         bson_t *q2 = BCON_NEW("_id", BCON_OID(cart), "state", BCON_UTF8("active"));
-        int frc = pt_cart_find_one(db, CART_CARTS, q2, NULL, &doc, err);
+        int frc = pt_find_one(db, CART_CARTS, q2, NULL, &doc, err);
         bson_destroy(q2);
         bson_destroy(&doc);
         if (frc == 0)
@@ -345,7 +321,7 @@ int pt_cart_product(md_db *db, int64_t product, pt_cart_item *item, md_error *er
 {
     bson_t doc;
     bson_t *q = BCON_NEW("_id", BCON_INT64(product));
-    int rc = pt_cart_find_one(db, CART_PRODUCTS, q, NULL, &doc, err);
+    int rc = pt_find_one(db, CART_PRODUCTS, q, NULL, &doc, err);
     bson_destroy(q);
     memset(item, 0, sizeof *item);
     item->product = product;
@@ -567,7 +543,7 @@ int pt_cart_recover(md_db *db, int64_t cutoff_ms, const pt_cart_opts *o, int64_t
             continue;
         }
         bson_t *cq = BCON_NEW("_id", BCON_OID(&r.v[i].cart));
-        int frc = pt_cart_find_one(db, CART_CARTS, cq, NULL, &cart, err);
+        int frc = pt_find_one(db, CART_CARTS, cq, NULL, &cart, err);
         bson_destroy(cq);
         const char *state = "";
         bson_iter_t it;
@@ -984,7 +960,7 @@ static bool cart_is_active(md_db *db, const bson_oid_t *cart)
 {
     bson_t doc;
     bson_t *q = BCON_NEW("_id", BCON_OID(cart), "state", BCON_UTF8("active"));
-    int rc = pt_cart_find_one(db, CART_CARTS, q, NULL, &doc, NULL);
+    int rc = pt_find_one(db, CART_CARTS, q, NULL, &doc, NULL);
     bson_destroy(q);
     bson_destroy(&doc);
     return rc == 0;

@@ -34,10 +34,6 @@ bool pt_cart_step(pt_cart_steps *s);
 #define CART_MULTI 2
 int pt_cart_update(md_db *db, const char *coll, const bson_t *q, const bson_t *u, int flags,
                    int64_t *matched, md_error *err);
-/* findOne: `out` always initialized (caller destroys); MD_NOTFOUND when
- * nothing matches.  `proj` may be NULL. */
-int pt_cart_find_one(md_db *db, const char *coll, const bson_t *q, const bson_t *proj, bson_t *out,
-                     md_error *err);
 
 /* A cart's product lines, read from a cart document. */
 typedef struct pt_cart_line {

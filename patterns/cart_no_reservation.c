@@ -145,7 +145,7 @@ int pt_cart_nores_checkout(md_db *db, const bson_oid_t *cart, const pt_cart_opts
     pt_cart_line *lines = NULL;
     int nl = 0, nok = 0;
     bool failed = false;
-    int rc = pt_cart_find_one(db, CART_CARTS, q, NULL, &doc, err);
+    int rc = pt_find_one(db, CART_CARTS, q, NULL, &doc, err);
     if (rc == 0)
         rc = pt_cart_lines(&doc, &lines, &nl, err);
     if (rc == 0 && nl == 0)

@@ -59,7 +59,7 @@ static int still_active(md_db *db, const bson_oid_t *cart, md_error *err)
     bson_t doc;
     bson_t *q = BCON_NEW("_id", BCON_OID(cart), "state", BCON_UTF8("active"));
     bson_t *proj = BCON_NEW("_id", BCON_INT32(1));
-    int rc = pt_cart_find_one(db, CART_CARTS, q, proj, &doc, err);
+    int rc = pt_find_one(db, CART_CARTS, q, proj, &doc, err);
     bson_destroy(q);
     bson_destroy(proj);
     bson_destroy(&doc);
@@ -132,7 +132,7 @@ int pt_cart_res_update(md_db *db, const bson_oid_t *cart, int64_t product, int32
     bson_t doc;
     bson_t *q = BCON_NEW("_id", BCON_OID(cart), "products._id", BCON_INT64(product), "state",
                          BCON_UTF8("active"));
-    int rc = pt_cart_find_one(db, CART_CARTS, q, NULL, &doc, err);
+    int rc = pt_find_one(db, CART_CARTS, q, NULL, &doc, err);
     pt_cart_line *lines = NULL;
     int nl = 0;
     int32_t old = 0;
@@ -208,7 +208,7 @@ int pt_cart_res_remove(md_db *db, const bson_oid_t *cart, int64_t product, const
     bson_t doc;
     bson_t *q = BCON_NEW("_id", BCON_OID(cart), "products._id", BCON_INT64(product), "state",
                          BCON_UTF8("active"));
-    int rc = pt_cart_find_one(db, CART_CARTS, q, NULL, &doc, err);
+    int rc = pt_find_one(db, CART_CARTS, q, NULL, &doc, err);
     pt_cart_line *lines = NULL;
     int nl = 0;
     int32_t quantity = 0;
@@ -257,7 +257,7 @@ int pt_cart_res_checkout(md_db *db, const bson_oid_t *cart, const pt_cart_opts *
     pt_cart_steps_init(&s, o);
     bson_t doc;
     bson_t *q = BCON_NEW("_id", BCON_OID(cart), "state", BCON_UTF8("active"));
-    int rc = pt_cart_find_one(db, CART_CARTS, q, NULL, &doc, err);
+    int rc = pt_find_one(db, CART_CARTS, q, NULL, &doc, err);
     pt_cart_line *lines = NULL;
     int nl = 0;
     if (rc == 0)

@@ -96,29 +96,6 @@ int pt_metadata_insert(md_db *db, const bson_value_t *id, const pt_metadata_kv *
     return rc;
 }
 
-/* findOne(filter): the first document into *doc (always initialized), or
- * MD_NOTFOUND. */
-static int find_one(md_db *db, const bson_t *filter, bson_t *doc, md_error *err)
-{
-    bson_init(doc);
-    md_collection *c = md_db_get_collection(db, IMAGES_COLL);
-    bson_t *opts = BCON_NEW("limit", BCON_INT64(1), "singleBatch", BCON_BOOL(true));
-    md_cursor *cur = md_collection_find_with_opts(c, filter, opts);
-    const bson_t *d;
-    int rc = MD_NOTFOUND;
-    if (md_cursor_next(cur, &d)) {
-        bson_destroy(doc);
-        bson_copy_to(d, doc);
-        rc = 0;
-    } else if (md_cursor_error(cur, err)) {
-        rc = MD_ERROR;
-    }
-    md_cursor_destroy(cur);
-    bson_destroy(opts);
-    md_collection_destroy(c);
-    return rc;
-}
-
 int pt_metadata_find_one_by_tags(md_db *db, const char *const *tags, int n, bson_t *doc,
                                  md_error *err)
 {
@@ -133,7 +110,7 @@ int pt_metadata_find_one_by_tags(md_db *db, const char *const *tags, int n, bson
     }
     bson_append_array_end(&tg, &all);
     bson_append_document_end(&filter, &tg);
-    int rc = find_one(db, &filter, doc, err);
+    int rc = pt_find_one(db, IMAGES_COLL, &filter, NULL, doc, err);
     bson_destroy(&filter);
     return rc;
 }
@@ -154,7 +131,7 @@ int pt_metadata_find_one(md_db *db, const pt_metadata_kv *kv, bson_t *doc, md_er
 {
     bson_t filter = BSON_INITIALIZER;
     append_elem_match(&filter, "metadata", kv);
-    int rc = find_one(db, &filter, doc, err);
+    int rc = pt_find_one(db, IMAGES_COLL, &filter, NULL, doc, err);
     bson_destroy(&filter);
     return rc;
 }

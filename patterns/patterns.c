@@ -46,3 +46,29 @@ int pt_ensure_index(md_db *db, const char *coll, const bson_t *keys, const bson_
     md_collection_destroy(c);
     return rc;
 }
+
+int pt_find_one(md_db *db, const char *coll, const bson_t *filter, const bson_t *projection,
+                bson_t *out, md_error *err)
+{
+    md_collection *c = md_db_get_collection(db, coll);
+    bson_t opts = BSON_INITIALIZER;
+    const bson_t *doc;
+    int rc = MD_NOTFOUND;
+    BSON_APPEND_INT32(&opts, "limit", 1);
+    BSON_APPEND_BOOL(&opts, "singleBatch", true);
+    if (projection)
+        BSON_APPEND_DOCUMENT(&opts, "projection", projection);
+    md_cursor *cur = md_collection_find_with_opts(c, filter, &opts);
+    bson_init(out);
+    if (md_cursor_next(cur, &doc)) {
+        bson_destroy(out);
+        bson_copy_to(doc, out);
+        rc = 0;
+    } else if (md_cursor_error(cur, err)) {
+        rc = MD_ERROR;
+    }
+    md_cursor_destroy(cur);
+    bson_destroy(&opts);
+    md_collection_destroy(c);
+    return rc;
+}

@@ -136,6 +136,12 @@ int pt_command_json(md_db *db, const char *json, md_error *err);
  * opts may be NULL. */
 int pt_ensure_index(md_db *db, const char *coll, const bson_t *keys, const bson_t *opts,
                     md_error *err);
+/* The shell's db.<coll>.findOne(filter, projection): a copy of the first
+ * match in *out, which is always initialized (the caller destroys it);
+ * MD_NOTFOUND if none matches, MD_ERROR with err filled if the find
+ * failed.  projection may be NULL. */
+int pt_find_one(md_db *db, const char *coll, const bson_t *filter, const bson_t *projection,
+                bson_t *out, md_error *err);
 
 /* ---- 5.1 Queue (queue.c) ------------------------------------------------- */
 extern const pt_pattern pt_pattern_queue;

@@ -81,31 +81,6 @@ static int th_update(md_db *db, const char *coll, const bson_t *q, const bson_t 
     return rc;
 }
 
-/* findOne: *out (initialized on 0 only) gets a copy.  MD_NOTFOUND: none. */
-static int th_find_one(md_db *db, const char *coll, const bson_t *filter,
-                       const bson_t *projection, bson_t *out, md_error *err)
-{
-    md_collection *c = md_db_get_collection(db, coll);
-    bson_t opts = BSON_INITIALIZER;
-    const bson_t *doc;
-    int rc = MD_NOTFOUND;
-    BSON_APPEND_INT32(&opts, "limit", 1);
-    BSON_APPEND_BOOL(&opts, "singleBatch", true);
-    if (projection)
-        BSON_APPEND_DOCUMENT(&opts, "projection", projection);
-    md_cursor *cur = md_collection_find_with_opts(c, filter, &opts);
-    if (md_cursor_next(cur, &doc)) {
-        bson_copy_to(doc, out);
-        rc = 0;
-    } else if (md_cursor_error(cur, err)) {
-        rc = MD_ERROR;
-    }
-    md_cursor_destroy(cur);
-    bson_destroy(&opts);
-    md_collection_destroy(c);
-    return rc;
-}
-
 static void th_append_seats(bson_t *parent, const char *key, const pt_seat *s, int n)
 {
     bson_t arr, pair;
@@ -240,7 +215,7 @@ int pt_theater_add_session(md_db *db, int64_t theater_id, int64_t session_id, co
     bson_t theater, doc = BSON_INITIALIZER, empty;
     bson_t *q = BCON_NEW("_id", BCON_INT64(theater_id));
     bson_iter_t it;
-    int rc = th_find_one(db, TH_THEATERS, q, NULL, &theater, err);
+    int rc = pt_find_one(db, TH_THEATERS, q, NULL, &theater, err);
     bson_destroy(q);
     if (rc != 0)
         return rc == MD_NOTFOUND ? md_error_set(err, MD_NOTFOUND, MD_CODE_NO_SUCH_KEY,
@@ -346,7 +321,7 @@ int pt_theater_reserve(md_db *db, int64_t cart_id, int64_t session_id, const pt_
 
     bson_t *sq = BCON_NEW("_id", BCON_INT64(session_id));
     bson_t *proj = BCON_NEW("price", BCON_INT32(1));
-    rc = th_find_one(db, TH_SESSIONS, sq, proj, &session, err);
+    rc = pt_find_one(db, TH_SESSIONS, sq, proj, &session, err);
     bson_destroy(sq);
     bson_destroy(proj);
     if (rc != 0)
@@ -723,7 +698,7 @@ static int th_sweep(md_db *db, const pt_theater_opts *o, int *writes, md_error *
     for (size_t i = 0; rc == 0 && i < nh; i++) {
         bson_t cart;
         bson_t *q = BCON_NEW("_id", BCON_INT64(h[i].cart_id));
-        rc = th_find_one(db, TH_CARTS, q, NULL, &cart, err);
+        rc = pt_find_one(db, TH_CARTS, q, NULL, &cart, err);
         bson_destroy(q);
         if (rc != 0 && rc != MD_NOTFOUND)
             break;
@@ -995,7 +970,7 @@ static int th_check_session_holds(md_db *db, th_view *v, bool settled, md_error 
     for (size_t i = 0; rc == 0 && i < nh; i++) {
         bson_t cart;
         bson_t *q = BCON_NEW("_id", BCON_INT64(h[i].cart_id));
-        int frc = th_find_one(db, TH_CARTS, q, NULL, &cart, err);
+        int frc = pt_find_one(db, TH_CARTS, q, NULL, &cart, err);
         bson_destroy(q);
         if (frc != 0 && frc != MD_NOTFOUND) {
             rc = frc;

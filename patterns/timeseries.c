@@ -105,34 +105,11 @@ int pt_ts_record_view(md_db *db, const char *page, int64_t minute_ms, int second
     return rc;
 }
 
-/* The first document `filter` matches, copied into `out` (always
- * initialized); MD_NOTFOUND if none. */
-static int find_one(md_db *db, const char *coll, const bson_t *filter, bson_t *out,
-                    md_error *err)
-{
-    md_collection *c = md_db_get_collection(db, coll);
-    bson_t *opts = BCON_NEW("limit", BCON_INT64(1));
-    md_cursor *cur = md_collection_find_with_opts(c, filter, opts);
-    const bson_t *doc;
-    int rc = MD_NOTFOUND;
-    bson_init(out);
-    if (md_cursor_next(cur, &doc)) {
-        bson_copy_to_excluding_noinit(doc, out, "", NULL);
-        rc = 0;
-    } else if (md_cursor_error(cur, err)) {
-        rc = MD_ERROR;
-    }
-    md_cursor_destroy(cur);
-    bson_destroy(opts);
-    md_collection_destroy(c);
-    return rc;
-}
-
 int pt_ts_find_bucket(md_db *db, const char *page, int64_t minute_ms, bson_t *bucket,
                       md_error *err)
 {
     bson_t *q = BCON_NEW("page", BCON_UTF8(page), "timestamp", BCON_DATE_TIME(minute_ms));
-    int rc = find_one(db, TS_COLL, q, bucket, err);
+    int rc = pt_find_one(db, TS_COLL, q, NULL, bucket, err);
     bson_destroy(q);
     return rc;
 }
