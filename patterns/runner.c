@@ -21,38 +21,14 @@
 #include "runner.h"
 
 /*
- * The default rate scale.  The book's load (1300 users a second for the
- * Queue) keeps a server over TCP busy but leaves an embedded engine idle
- * most of the time, so the engines' locking never shows.  At this scale
- * the Queue's publishers keep mmapv1's collection write lock busy enough
- * for its FIFO readers to queue behind it, the book's mechanism; the
- * report states the scale it ran at.
+ * The default rate scale: the book's own load (users per iteration as its
+ * parameter tables give them), for every scenario alike.  --rate-scale X
+ * multiplies every scenario's users by X, to push an engine past what it
+ * can serve; the report states the scale it ran at.  One scale for all, so
+ * that no verdict depends on a load picked for its scenario.
  */
-#define RN_DEFAULT_RATE_SCALE 4.0
+#define RN_DEFAULT_RATE_SCALE 1.0
 
-/*
- * Scenarios with a default scale of their own (--rate-scale overrides
- * every one).  queue_fifo: on mmapv1 a publish or a fetch holds the
- * collection's write lock for about 0.1 ms, so at x4 (5200 operations a
- * second) the lock is idle most of the time and the readers rarely wait;
- * at x8 (10400 a second, the book's 1000:300 ratio kept) the lock is busy
- * most of the time and the readers queue behind the publishers: thousands
- * of lock waits per run, the book's mechanism.
- */
-static const struct {
-    const char *scenario;
-    double rate_scale;
-} rn_scenario_scales[] = {
-    {"queue_fifo", 8.0},
-};
-
-double rn_default_scale(const char *scenario, double fallback)
-{
-    for (size_t i = 0; i < sizeof rn_scenario_scales / sizeof rn_scenario_scales[0]; i++)
-        if (strcmp(rn_scenario_scales[i].scenario, scenario) == 0)
-            return rn_scenario_scales[i].rate_scale;
-    return fallback;
-}
 /* --quick: every scenario for 4 iterations of 250 ms (the same rate per
  * second, a quarter of the users per iteration). */
 /* A run stops starting users this long after its start (--max-run): a
@@ -78,9 +54,8 @@ static void usage(FILE *f)
         "  --engine NAME       mmapv1, btree or ephemeralForTest (repeatable;\n"
         "                      default mmapv1 and btree)\n"
         "  --quick             every scenario for %d x %d ms at the same rate\n"
-        "  --rate-scale X      users per iteration = the book's x X (default %g;\n"
-        "                      queue_fifo %g, where mmapv1's readers queue behind\n"
-        "                      the publishers' collection write lock)\n"
+        "  --rate-scale X      users per iteration = the book's x X, every scenario\n"
+        "                      (default %g: the book's load)\n"
         "  --iterations N      (default %d)\n"
         "  --resolution MS     iteration length (default %d)\n"
         "  --processes N       (default %d)\n"
@@ -96,7 +71,6 @@ static void usage(FILE *f)
         "Exit status 1 if an operation returned an error or a scenario's check\n"
         "failed, 2 on a usage error.\n",
         RN_QUICK_ITERATIONS, RN_QUICK_RESOLUTION_MS, RN_DEFAULT_RATE_SCALE,
-        rn_default_scale("queue_fifo", RN_DEFAULT_RATE_SCALE),
         PT_BOOK_ITERATIONS, PT_BOOK_RESOLUTION_MS, PT_BOOK_PROCESSES, PT_BOOK_POOL_SIZE,
         RN_DEFAULT_MAX_RUN_S);
 }
@@ -188,8 +162,6 @@ static bool run_one(rn_run *run, rn_scenario *s, int e, progress_ctx *pc)
 {
     pt_run_opts o = run->opts;
     o.engine = run->engines[e];
-    if (!run->rate_given)
-        o.rate_scale = rn_default_scale(s->sc->name, o.rate_scale);
     o.progress = progress;
     o.progress_arg = pc;
     pc->scenario = s->sc->name;
@@ -272,7 +244,6 @@ int main(int argc, char **argv)
         } else if (strcmp(a, "--rate-scale") == 0) {
             NEED_ARG();
             rate = atof(v);
-            run.rate_given = true;
             if (!(rate > 0)) {
                 fprintf(stderr, "patterns: --rate-scale must be > 0\n");
                 return 2;
@@ -371,18 +342,11 @@ int main(int argc, char **argv)
         printf("no pattern is registered yet (patterns/registry.c): nothing to run\n");
     }
 
-    char *scale_note = run.scale_note;
-    if (!run.rate_given)
-        for (size_t i = 0; i < sizeof rn_scenario_scales / sizeof rn_scenario_scales[0]; i++)
-            snprintf(scale_note + strlen(scale_note), sizeof run.scale_note - strlen(scale_note),
-                     "%s%s %g%s", i ? ", " : " (", rn_scenario_scales[i].scenario,
-                     rn_scenario_scales[i].rate_scale,
-                     i + 1 == sizeof rn_scenario_scales / sizeof rn_scenario_scales[0] ? ")" : "");
     printf("minidoc patterns: %d scenario(s) of %d pattern(s) on %d engine(s); "
-           "rate scale %g%s (users per iteration = the book's x %g), %d clients "
+           "rate scale %g (users per iteration = the book's x %g), %d clients "
            "(%d processes x %d pool), %d iterations x %d ms, slicetime; journal %s\n",
            run.nsc, run.npat, run.nengines, rate,
-           scale_note, rate, processes * pool, processes, pool,
+           rate, processes * pool, processes, pool,
            run.opts.iterations, run.opts.resolution_ms, journal ? "on" : "off");
 
     progress_ctx pc = {.n = run.nsc * run.nengines, .tty = isatty(2)};

@@ -35,16 +35,12 @@ typedef struct rn_run {
     rn_pattern *pat;
     int npat;
     pt_run_opts opts;        /* as run (engine unset) */
-    bool rate_given;         /* --rate-scale: no per-scenario defaults */
-    char scale_note[256];    /* " (queue_fifo 8)": the per-scenario defaults used */
     const char *cmdline;
     double total_s;
     char started[64];        /* UTC time of the start */
     char load_before[64], load_after[64]; /* /proc/loadavg's 1/5/15 min */
 } rn_run;
 
-/* A scenario's default rate scale (runner.c), else fallback. */
-double rn_default_scale(const char *scenario, double fallback);
 /* The figures the book gives for an op on an engine (NULL: none). */
 const pt_figures *rn_book_figures(const pt_op *op, const char *engine);
 /* Compute every pattern's verdict (needs mmapv1 and btree runs). */

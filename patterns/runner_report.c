@@ -546,17 +546,15 @@ int rn_write_markdown(const rn_run *run, const char *dir)
             "open database; every op starts its users each iteration (%d iterations of "
             "%d ms, type `linear`), spread evenly across the iteration (`slicetime`); "
             "a user's latency runs from its scheduled start to its end, so waiting for "
-            "a free client or a lock counts. Users per iteration are the book's x **%g**%s "
-            "(`--rate-scale`; each table gives its own): the book's load, made for a server over TCP, leaves an "
-            "embedded engine mostly idle. Runtime is the wall time of the run, in seconds; "
+            "a free client or a lock counts. Users per iteration are the book's x **%g**, "
+            "every scenario alike (`--rate-scale`). Runtime is the wall time of the run, in seconds; "
             "the rest is in milliseconds. Percentiles come from a log-linear "
             "(HdrHistogram-style) histogram within 1%% of the exact value; the mean and "
             "standard deviation are exact. Absolute latencies are far below the book's "
             "(no network, no server); the point is the direction and its cause.\n\n",
             run->cmdline, run->started, ncpu, run->load_before, run->load_after, run->total_s, run->opts.processes *
             run->opts.pool_size, run->opts.processes, run->opts.pool_size,
-            run->opts.iterations, run->opts.resolution_ms, run->opts.rate_scale,
-            run->scale_note);
+            run->opts.iterations, run->opts.resolution_ms, run->opts.rate_scale);
 
     fprintf(f, "## Verdicts\n\n"
                "The winner is the engine with the lower sum of the mean latencies of the "

@@ -74,7 +74,7 @@ echo "Done.  Try it yourself:  $MINIDOC --dbpath /tmp/mydb --engine mmapv1 run"
 
 # The trade-off itself: two of the Little MongoDB Schema Design Book's
 # patterns on both engines, side by side (build/patterns, a short run at the
-# book's rates x 4, journal on).  Theater: every checkout rewrites a
+# book's rates, journal on).  Theater: every checkout rewrites a
 # session's whole seat map; mmapv1 changes the seats in place, btree copies
 # the document on every update and spends the CPU that costs.  Time Series:
 # an $inc of one counter in a preallocated minute document; mmapv1 writes a
@@ -87,7 +87,7 @@ if [ ! -x "$PATTERNS" ]; then
     exit 0
 fi
 say "$PATTERNS --scenario theater_checkout --scenario timeseries --quick --iterations 12"
-say "(each scenario 3 s of users per engine at the book's rate x 4, a fresh"
+say "(each scenario 3 s of users per engine at the book's rate, a fresh"
 say " database each, journal on; latencies in ms, the book's figures beside ours)"
 out=$("$PATTERNS" --scenario theater_checkout --scenario timeseries --quick --iterations 12 \
     --no-files 2>/dev/null) || say "(build/patterns reported a failure; see above)"
