@@ -1,0 +1,104 @@
+/*
+ * test_cart_util.h -- helpers the two shopping-cart test files share
+ * (test_cart_reservation.c, test_cart_no_reservation.c): seeding the
+ * inventories, reading inventories and carts back, and the invariant check.
+ * The including file defines CART_RESERVES (does its chapter reserve stock
+ * in the inventories?) before including it.
+ */
+#ifndef TEST_CART_UTIL_H
+#define TEST_CART_UTIL_H
+
+#include "pt_test_util.h"
+
+#ifndef CART_RESERVES
+#error "define CART_RESERVES before including test_cart_util.h"
+#endif
+
+static inline void seed(ptt_db *t, int64_t n, int64_t stock, int64_t *initial)
+{
+    md_error err;
+    for (int64_t i = 0; i < n; i++)
+        initial[i] = stock;
+    cr_assert_eq(pt_cart_create_indexes(t->db, &err), 0, "[%s] indexes: %s", t->engine,
+                 err.message);
+    cr_assert_eq(pt_cart_seed(t->db, n, initial, 16, &err), 0, "[%s] seed: %s", t->engine,
+                 err.message);
+}
+
+/* The first document of `coll` matching the JSON filter, or NULL. */
+static inline bson_t *get_doc(ptt_db *t, const char *coll, const char *filter)
+{
+    bson_t *r = PTT_OK(t, "{\"find\": \"%s\", \"filter\": %s, \"limit\": 1}", coll, filter);
+    bson_iter_t it;
+    bson_t *out = NULL;
+    if (ptt_find(r, "cursor.firstBatch.0", &it) && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+        const uint8_t *data;
+        uint32_t len;
+        bson_iter_document(&it, &len, &data);
+        out = bson_new_from_data(data, len);
+    }
+    bson_destroy(r);
+    return out;
+}
+
+static inline bson_t *inventory(ptt_db *t, int64_t p)
+{
+    char f[64];
+    snprintf(f, sizeof f, "{\"_id\": %lld}", (long long)p);
+    bson_t *d = get_doc(t, "inventories", f);
+    cr_assert_not_null(d, "[%s] no inventory %lld", t->engine, (long long)p);
+    return d;
+}
+
+static inline int64_t stock_of(ptt_db *t, int64_t p)
+{
+    bson_t *d = inventory(t, p);
+    int64_t q = ptt_i64(d, "quantity");
+    bson_destroy(d);
+    return q;
+}
+
+static inline bson_t *cart_doc(ptt_db *t, const bson_oid_t *cart)
+{
+    char hex[25], f[96];
+    bson_oid_to_string(cart, hex);
+    snprintf(f, sizeof f, "{\"_id\": {\"$oid\": \"%s\"}}", hex);
+    return get_doc(t, "carts", f);
+}
+
+static inline const char *cart_state(ptt_db *t, const bson_oid_t *cart, char *buf)
+{
+    bson_t *d = cart_doc(t, cart);
+    snprintf(buf, 32, "%s", d ? ptt_str(d, "state") : "(none)");
+    if (d)
+        bson_destroy(d);
+    return buf;
+}
+
+static inline int64_t count_array(const bson_t *d, const char *path)
+{
+    bson_iter_t it, a;
+    int64_t n = 0;
+    if (!ptt_find(d, path, &it) || !BSON_ITER_HOLDS_ARRAY(&it))
+        return -1;
+    bson_iter_recurse(&it, &a);
+    while (bson_iter_next(&a))
+        n++;
+    return n;
+}
+
+static inline void must_hold(ptt_db *t, int64_t n, const int64_t *initial, pt_cart_totals *tot)
+{
+    md_error err;
+    int rc = pt_cart_check(t->db, n, initial, CART_RESERVES, tot, &err);
+    cr_assert_eq(rc, 0, "[%s] invariants: %s", t->engine, err.message);
+}
+
+static inline pt_cart_item item(int64_t p, int32_t q)
+{
+    pt_cart_item it = {.product = p, .quantity = q, .price = 1000};
+    snprintf(it.name, sizeof it.name, "Simsong Mobile %lld", (long long)p);
+    return it;
+}
+
+#endif /* TEST_CART_UTIL_H */
