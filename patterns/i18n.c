@@ -184,20 +184,6 @@ static void i18n_state_free(void *state)
     free(st);
 }
 
-/* drop, where "ns not found" is no error. */
-static int drop_if_exists(md_db *db, const char *coll, md_error *err)
-{
-    char cmd[128];
-    md_error e;
-    snprintf(cmd, sizeof cmd, "{\"drop\": \"%s\"}", coll);
-    int rc = pt_command_json(db, cmd, &e);
-    if (rc == 0 || e.code == MD_CODE_NAMESPACE_NOT_FOUND)
-        return 0;
-    if (err)
-        *err = e;
-    return rc;
-}
-
 /* A made-up word for index i, stable across runs. */
 static void i18n_word(int i, char *buf, size_t n)
 {
@@ -240,9 +226,9 @@ static int i18n_setup(md_db *db, const pt_setup_args *a, void **state, bool remo
     }
     for (int i = 0; i < st->ncats; i++)
         atomic_init(&st->changed[i], 0);
-    rc = drop_if_exists(db, PT_I18N_CATEGORIES, err);
+    rc = pt_drop_if_exists(db, PT_I18N_CATEGORIES, err);
     if (!rc)
-        rc = drop_if_exists(db, PT_I18N_PRODUCTS, err);
+        rc = pt_drop_if_exists(db, PT_I18N_PRODUCTS, err);
     if (!rc)
         rc = pt_i18n_create_indexes(db, err);
     for (int i = 0; i < st->ncats && !rc; i++) {

@@ -336,22 +336,6 @@ typedef struct matpath_state {
     int64_t subtree[MP_LEVELS + 1];  /* expected subtree size per level */
 } matpath_state;
 
-static int drop_if_exists(md_db *db, const char *coll, md_error *err)
-{
-    bson_t *cmd = BCON_NEW("drop", BCON_UTF8(coll));
-    bson_t reply;
-    md_error e;
-    int rc = md_db_command(db, cmd, &reply, &e);
-    bson_destroy(&reply);
-    bson_destroy(cmd);
-    if (rc && e.code != MD_CODE_NAMESPACE_NOT_FOUND) {
-        if (err)
-            *err = e;
-        return rc;
-    }
-    return 0;
-}
-
 /* Category i's name, fixed width so that no name is a prefix of another
  * (the simulator's unique words): with "c1" and "c10" side by side, the
  * subtree regex /^\/c1/ would also match the children of "/c10", as the
@@ -441,9 +425,9 @@ static int matpath_setup(md_db *db, const pt_setup_args *a, void **state, md_err
         return md_error_set(err, MD_ENOMEM, MD_CODE_INTERNAL_ERROR, "out of memory");
     }
     mp_build(s, "", 0);
-    int rc = drop_if_exists(db, CATEGORIES_COLL, err);
+    int rc = pt_drop_if_exists(db, CATEGORIES_COLL, err);
     if (!rc)
-        rc = drop_if_exists(db, PRODUCTS_COLL, err);
+        rc = pt_drop_if_exists(db, PRODUCTS_COLL, err);
     if (!rc)
         rc = pt_matpath_create_indexes(db, err);
     for (int i = 0; !rc && i < s->ncats; i += MP_BATCH)

@@ -192,22 +192,6 @@ static void object_kvs(int64_t i, pt_metadata_kv kv[2], char key0[32], char key1
     }
 }
 
-static int drop_if_exists(md_db *db, const char *coll, md_error *err)
-{
-    bson_t *cmd = BCON_NEW("drop", BCON_UTF8(coll));
-    bson_t reply;
-    md_error e;
-    int rc = md_db_command(db, cmd, &reply, &e);
-    bson_destroy(&reply);
-    bson_destroy(cmd);
-    if (rc && e.code != MD_CODE_NAMESPACE_NOT_FOUND) {
-        if (err)
-            *err = e;
-        return rc;
-    }
-    return 0;
-}
-
 /* Insert objects [from, to) in one insert command. */
 static int seed_batch(md_db *db, int64_t from, int64_t to, md_error *err)
 {
@@ -241,7 +225,7 @@ static int metadata_setup(md_db *db, const pt_setup_args *a, void **state, md_er
     if (!s)
         return md_error_set(err, MD_ENOMEM, MD_CODE_INTERNAL_ERROR, "out of memory");
     s->objects = a->quick ? MD_OBJECTS_QUICK : MD_OBJECTS;
-    int rc = drop_if_exists(db, IMAGES_COLL, err);
+    int rc = pt_drop_if_exists(db, IMAGES_COLL, err);
     if (!rc)
         rc = pt_metadata_create_indexes(db, err);
     for (int64_t i = 0; !rc && i < s->objects; i += MD_BATCH)

@@ -72,3 +72,19 @@ int pt_find_one(md_db *db, const char *coll, const bson_t *filter, const bson_t 
     md_collection_destroy(c);
     return rc;
 }
+
+int pt_drop_if_exists(md_db *db, const char *coll, md_error *err)
+{
+    bson_t *cmd = BCON_NEW("drop", BCON_UTF8(coll));
+    bson_t reply;
+    md_error e;
+    int rc = md_db_command(db, cmd, &reply, &e);
+    bson_destroy(&reply);
+    bson_destroy(cmd);
+    if (rc && e.code != MD_CODE_NAMESPACE_NOT_FOUND) {
+        if (err)
+            *err = e;
+        return rc;
+    }
+    return 0;
+}

@@ -142,6 +142,9 @@ int pt_ensure_index(md_db *db, const char *coll, const bson_t *keys, const bson_
  * failed.  projection may be NULL. */
 int pt_find_one(md_db *db, const char *coll, const bson_t *filter, const bson_t *projection,
                 bson_t *out, md_error *err);
+/* The shell's db.<coll>.drop(), where a collection that does not exist is
+ * not an error (a scenario's setup starts from nothing). */
+int pt_drop_if_exists(md_db *db, const char *coll, md_error *err);
 
 /* ---- 5.1 Queue (queue.c) ------------------------------------------------- */
 extern const pt_pattern pt_pattern_queue;

@@ -193,22 +193,6 @@ static int oid_push(queue_state *s, bson_oid_t **arr, size_t *n, size_t *cap,
     return rc;
 }
 
-static int drop_if_exists(md_db *db, const char *coll, md_error *err)
-{
-    bson_t *cmd = BCON_NEW("drop", BCON_UTF8(coll));
-    bson_t reply;
-    md_error e;
-    int rc = md_db_command(db, cmd, &reply, &e);
-    bson_destroy(&reply);
-    bson_destroy(cmd);
-    if (rc && e.code != MD_CODE_NAMESPACE_NOT_FOUND) {
-        if (err)
-            *err = e;
-        return rc;
-    }
-    return 0;
-}
-
 /* setup: the simulator drops the database and creates the indexes; the
  * queue starts empty (pt_setup_args.quick changes nothing: the scale of
  * this scenario is the number of users). */
@@ -216,9 +200,9 @@ static int queue_setup(md_db *db, const pt_setup_args *a, void **state, md_error
 {
     (void)a;
     *state = NULL;
-    int rc = drop_if_exists(db, QUEUE_COLL, err);
+    int rc = pt_drop_if_exists(db, QUEUE_COLL, err);
     if (!rc)
-        rc = drop_if_exists(db, EXPIRE_COLL, err);
+        rc = pt_drop_if_exists(db, EXPIRE_COLL, err);
     if (!rc)
         rc = pt_queue_create_indexes(db, err);
     if (rc)

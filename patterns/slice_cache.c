@@ -176,20 +176,6 @@ static void slice_state_free(void *state)
     free(st);
 }
 
-/* drop, where "ns not found" is no error. */
-static int drop_if_exists(md_db *db, const char *coll, md_error *err)
-{
-    char cmd[128];
-    md_error e;
-    snprintf(cmd, sizeof cmd, "{\"drop\": \"%s\"}", coll);
-    int rc = pt_command_json(db, cmd, &e);
-    if (rc == 0 || e.code == MD_CODE_NAMESPACE_NOT_FOUND)
-        return 0;
-    if (err)
-        *err = e;
-    return rc;
-}
-
 /* A message of exactly SLICE_MESSAGE_LEN characters. */
 static void slice_message(char *buf, uint64_t user, int post)
 {
@@ -217,9 +203,9 @@ static int slice_setup(md_db *db, const pt_setup_args *a, void **state, bool pre
         slice_state_free(st);
         return md_error_set(err, MD_ENOMEM, MD_CODE_INTERNAL_ERROR, "out of memory");
     }
-    rc = drop_if_exists(db, PT_SLICE_POSTS, err);
+    rc = pt_drop_if_exists(db, PT_SLICE_POSTS, err);
     if (!rc)
-        rc = drop_if_exists(db, PT_SLICE_COMMENTS, err);
+        rc = pt_drop_if_exists(db, PT_SLICE_COMMENTS, err);
     bson_oid_init(&blog, NULL);
     for (int p = 0; p < st->nposts && !rc; p++) {
         atomic_init(&st->pushes[p], 0);

@@ -151,20 +151,6 @@ typedef struct ts_state {
     atomic_int_fast64_t views; /* successful record_view calls */
 } ts_state;
 
-/* drop, where "ns not found" is no error. */
-static int drop_if_exists(md_db *db, const char *coll, md_error *err)
-{
-    char cmd[128];
-    md_error e;
-    snprintf(cmd, sizeof cmd, "{\"drop\": \"%s\"}", coll);
-    int rc = pt_command_json(db, cmd, &e);
-    if (rc == 0 || e.code == MD_CODE_NAMESPACE_NOT_FOUND)
-        return 0;
-    if (err)
-        *err = e;
-    return rc;
-}
-
 static void ts_page_name(int i, char *buf, size_t n)
 {
     snprintf(buf, n, "/page%03d.htm", i);
@@ -183,7 +169,7 @@ static int ts_setup(md_db *db, const pt_setup_args *a, void **state, md_error *e
     st->npages = TS_PAGES;
     atomic_init(&st->views, 0);
     /* The simulator starts from an empty database (dropDatabase). */
-    rc = drop_if_exists(db, TS_COLL, err);
+    rc = pt_drop_if_exists(db, TS_COLL, err);
     if (!rc)
         rc = pt_ts_create_indexes(db, err);
     for (int p = 0; p < st->npages && !rc; p++) {

@@ -135,26 +135,10 @@ typedef struct topics_state {
     atomic_llong published, received, timeouts, stale;
 } topics_state;
 
-static int drop_if_exists(md_db *db, md_error *err)
-{
-    bson_t *cmd = BCON_NEW("drop", BCON_UTF8(TOPICS_COLL));
-    bson_t reply;
-    md_error e;
-    int rc = md_db_command(db, cmd, &reply, &e);
-    bson_destroy(&reply);
-    bson_destroy(cmd);
-    if (rc && e.code != MD_CODE_NAMESPACE_NOT_FOUND) {
-        if (err)
-            *err = e;
-        return rc;
-    }
-    return 0;
-}
-
 static int topics_setup(md_db *db, const pt_setup_args *a, void **state, md_error *err)
 {
     *state = NULL;
-    int rc = drop_if_exists(db, err);
+    int rc = pt_drop_if_exists(db, TOPICS_COLL, err);
     if (!rc)
         rc = pt_topics_create(db, err);
     if (rc)
