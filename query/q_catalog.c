@@ -847,42 +847,58 @@ static int collect_docs(md_db *db, q_coll *c, bson_t ***out, size_t *n, md_error
     return rc == MD_ECORRUPT ? rc : q_read_error(rc, err);
 }
 
+/* A new capped collection `name` of `size` bytes (with its _id index)
+ * filled with docs in order: the ring keeps the newest when they do not
+ * fit.  *out: the collection, if out is not NULL. */
+static int create_capped_with(md_db *db, const char *name, int64_t size, bson_t **docs,
+                              size_t n, q_coll **out, md_error *err)
+{
+    bson_t opts = BSON_INITIALIZER;
+    q_coll *nc = NULL;
+    BSON_APPEND_BOOL(&opts, "capped", true);
+    BSON_APPEND_INT64(&opts, "size", size);
+    int rc = q_coll_create(db, name, &opts, &nc, err);
+    for (size_t i = 0; !rc && i < n; i++)
+        rc = q_write_insert(db, nc, docs[i], false, NULL, err);
+    bson_destroy(&opts);
+    if (out)
+        *out = rc ? NULL : nc;
+    return rc;
+}
+
+static void docs_free(bson_t **docs, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        bson_destroy(docs[i]);
+    free(docs);
+}
+
 /*
  * convertToCapped as MongoDB 3.x: the documents are copied in natural order
  * into a new capped collection of the same name (the ring keeps the newest
  * when they do not fit), with its _id index; other indexes are not carried
  * over.  3.x copies into a temporary collection and renames it; minidoc has
  * no rename, so it keeps the copies in memory, drops the old collection and
- * creates the new one: not atomic across a crash (neither is 3.x's).
+ * creates the new one: not atomic across a crash (neither is 3.x's).  The
+ * size is the command's, already checked positive (q_cmd_admin.c), so the
+ * create after the drop does not fail on it.
  */
 int q_coll_convert_capped(md_db *db, q_coll *c, int64_t size, q_coll **out, md_error *err)
 {
-    bson_t **docs = NULL, opts = BSON_INITIALIZER;
+    bson_t **docs = NULL;
     size_t n = 0;
     char name[ENG_IDENT_MAX];
-    bool capped;
-    int64_t sz, max;
-    q_coll *nc = NULL;
     snprintf(name, sizeof name, "%s", c->name);
-    BSON_APPEND_BOOL(&opts, "capped", true);
-    BSON_APPEND_INT64(&opts, "size", size);
-    int rc = q_options_capped(&opts, &capped, &sz, &max, err);
-    if (!rc)
-        rc = q_write_allowed(db, err);
+    int rc = q_write_allowed(db, err);
     if (!rc)
         rc = collect_docs(db, c, &docs, &n, err);
     if (!rc)
         rc = q_coll_drop(db, c, err);
     if (!rc)
-        rc = q_coll_create(db, name, &opts, &nc, err);
-    for (size_t i = 0; !rc && i < n; i++)
-        rc = q_write_insert(db, nc, docs[i], false, NULL, err);
-    for (size_t i = 0; i < n; i++)
-        bson_destroy(docs[i]);
-    free(docs);
-    bson_destroy(&opts);
-    if (out)
-        *out = rc ? NULL : nc;
+        rc = create_capped_with(db, name, size, docs, n, out, err);
+    else if (out)
+        *out = NULL;
+    docs_free(docs, n);
     return rc;
 }
 
@@ -890,20 +906,12 @@ int q_coll_convert_capped(md_db *db, q_coll *c, int64_t size, q_coll **out, md_e
  * collection `to` of `size` bytes (with its _id index), c unchanged. */
 int q_coll_clone_capped(md_db *db, q_coll *c, const char *to, int64_t size, md_error *err)
 {
-    bson_t **docs = NULL, opts = BSON_INITIALIZER;
+    bson_t **docs = NULL;
     size_t n = 0;
-    q_coll *nc = NULL;
-    BSON_APPEND_BOOL(&opts, "capped", true);
-    BSON_APPEND_INT64(&opts, "size", size);
     int rc = collect_docs(db, c, &docs, &n, err);
     if (!rc)
-        rc = q_coll_create(db, to, &opts, &nc, err);
-    for (size_t i = 0; !rc && i < n; i++)
-        rc = q_write_insert(db, nc, docs[i], false, NULL, err);
-    for (size_t i = 0; i < n; i++)
-        bson_destroy(docs[i]);
-    free(docs);
-    bson_destroy(&opts);
+        rc = create_capped_with(db, to, size, docs, n, NULL, err);
+    docs_free(docs, n);
     return rc;
 }
 

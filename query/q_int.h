@@ -205,7 +205,8 @@ int q_coll_get_or_create(md_db *db, const char *name, bool *created, q_coll **ou
                          md_error *err);
 int q_coll_drop(md_db *db, q_coll *c, md_error *err);
 /* convertToCapped: replace collection c (its records copied in natural
- * order into a new capped store of `size` bytes, its _id index rebuilt;
+ * order into a new capped store of `size` bytes, size > 0 (the command
+ * checks it before anything is dropped), its _id index rebuilt;
  * other indexes dropped, as MongoDB 3.x does).  Under the exclusive
  * database lock.  *out: the new collection (c is freed). */
 int q_coll_convert_capped(md_db *db, q_coll *c, int64_t size, q_coll **out, md_error *err);
