@@ -98,6 +98,16 @@ static int capped_size_arg(const bson_t *cmd, int64_t *size, md_error *err)
     return 0;
 }
 
+/* The collection convertToCapped / cloneCollectionAsCapped copy from. */
+static int capped_source(md_db *db, const char *name, const char *ns, q_coll **out,
+                         md_error *err)
+{
+    *out = q_coll_find(db, name);
+    return *out ? 0
+                : q_err(err, MD_NOTFOUND, MD_CODE_NAMESPACE_NOT_FOUND,
+                        "source collection %s does not exist", ns);
+}
+
 /* {convertToCapped: "c", size: N}: see q_coll_convert_capped.  A missing or
  * zero size is 3.x's "invalid command spec" (errmsg only there; BadValue
  * here). */
@@ -109,10 +119,9 @@ int q_cmd_convert_to_capped(md_db *db, const bson_t *cmd, bson_t *reply, md_erro
     int rc = q_cmd_coll_name(db, cmd, false, &name, ns, err);
     if (rc || (rc = capped_size_arg(cmd, &size, err)) != 0)
         return rc;
-    q_coll *c = q_coll_find(db, name);
-    if (!c)
-        return q_err(err, MD_NOTFOUND, MD_CODE_NAMESPACE_NOT_FOUND,
-                     "source collection %s does not exist", ns);
+    q_coll *c;
+    if ((rc = capped_source(db, name, ns, &c, err)) != 0)
+        return rc;
     return q_coll_convert_capped(db, c, size, NULL, err);
 }
 
@@ -132,10 +141,9 @@ int q_cmd_clone_capped(md_db *db, const bson_t *cmd, bson_t *reply, md_error *er
         return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE, "invalid command spec");
     if ((rc = capped_size_arg(cmd, &size, err)) != 0 || (rc = q_ns_make(db, to, to_ns, err)))
         return rc;
-    q_coll *c = q_coll_find(db, name);
-    if (!c)
-        return q_err(err, MD_NOTFOUND, MD_CODE_NAMESPACE_NOT_FOUND,
-                     "source collection %s does not exist", ns);
+    q_coll *c;
+    if ((rc = capped_source(db, name, ns, &c, err)) != 0)
+        return rc;
     return q_coll_clone_capped(db, c, to, size, err);
 }
 
