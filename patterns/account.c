@@ -906,29 +906,18 @@ static int ac_run(pt_user *u, md_error *err)
         rc = pt_account_balance(u->db, nb, &bal, err);
     if (rc == 0)
         rc = pt_account_transfer(u->db, na, nb, AC_AMOUNT, NULL, NULL, err);
-    if (rc == MD_NOTFOUND) { /* canceled: the successful scenario never is */
-        char why[256];
-        snprintf(why, sizeof why, "%.200s", err ? err->message : "transfer canceled");
-        rc = md_error_set(err, MD_ERROR, MD_CODE_BAD_VALUE, "user %llu: %s",
-                          (unsigned long long)u->id, why);
-    }
-    return rc;
+    /* canceled: the successful scenario never is */
+    return pt_user_refused(u, rc, "transfer canceled", err);
 }
 
 static int ac_scenario_check(md_db *db, void *state, md_error *err)
 {
     const ac_state *st = state;
-    md_collection *c = md_db_get_collection(db, AC_TXNS);
     bson_t *f = BCON_NEW("state", "{", "$ne", BCON_UTF8("done"), "}");
-    int64_t open = 0;
     int rc = pt_account_check(db, st->naccounts * AC_OPENING, AC_OPENING, true, err);
     if (rc == 0)
-        rc = md_collection_count(c, f, NULL, &open, err);
-    if (rc == 0 && open != 0)
-        rc = md_error_set(err, MD_ERROR, MD_CODE_BAD_VALUE, "%lld transfers not done",
-                          (long long)open);
+        rc = pt_expect_none(db, AC_TXNS, f, "transfers not done", err);
     bson_destroy(f);
-    md_collection_destroy(c);
     return rc;
 }
 

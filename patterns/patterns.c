@@ -1,8 +1,10 @@
 /*
  * patterns.c -- the few helpers every pattern shares (a per-user random
- * stream, the clock, a JSON command shortcut).  The registry of patterns
- * is registry.c.
+ * stream, the clock, a JSON command shortcut, the shell's collection
+ * shortcuts, the checks a scenario's run and check share).  The registry
+ * of patterns is registry.c.
  */
+#include <stdio.h>
 #include <time.h>
 
 #include "patterns.h"
@@ -87,4 +89,26 @@ int pt_drop_if_exists(md_db *db, const char *coll, md_error *err)
         return rc;
     }
     return 0;
+}
+
+int pt_expect_none(md_db *db, const char *coll, const bson_t *filter, const char *what,
+                   md_error *err)
+{
+    md_collection *c = md_db_get_collection(db, coll);
+    int64_t n = 0;
+    int rc = md_collection_count(c, filter, NULL, &n, err);
+    md_collection_destroy(c);
+    if (rc == 0 && n != 0)
+        rc = md_error_set(err, MD_ERROR, MD_CODE_BAD_VALUE, "%lld %s", (long long)n, what);
+    return rc;
+}
+
+int pt_user_refused(const pt_user *u, int rc, const char *fallback, md_error *err)
+{
+    if (rc != MD_NOTFOUND)
+        return rc;
+    char why[256];
+    snprintf(why, sizeof why, "%.200s", err ? err->message : fallback);
+    return md_error_set(err, MD_ERROR, MD_CODE_BAD_VALUE, "user %llu: %s",
+                        (unsigned long long)u->id, why);
 }

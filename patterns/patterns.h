@@ -145,6 +145,14 @@ int pt_find_one(md_db *db, const char *coll, const bson_t *filter, const bson_t 
 /* The shell's db.<coll>.drop(), where a collection that does not exist is
  * not an error (a scenario's setup starts from nothing). */
 int pt_drop_if_exists(md_db *db, const char *coll, md_error *err);
+/* A scenario check: 0 if no document of coll matches filter, else MD_ERROR
+ * with err saying "<count> <what>" (e.g. "3 carts not checked out"). */
+int pt_expect_none(md_db *db, const char *coll, const bson_t *filter, const char *what,
+                   md_error *err);
+/* A user's run() of a scenario that must always succeed: turns MD_NOTFOUND
+ * (the operation was refused) into MD_ERROR naming the user and the reason
+ * in err (fallback if err is NULL); any other rc is returned unchanged. */
+int pt_user_refused(const pt_user *u, int rc, const char *fallback, md_error *err);
 
 /* ---- 5.1 Queue (queue.c) ------------------------------------------------- */
 extern const pt_pattern pt_pattern_queue;

@@ -1116,28 +1116,17 @@ static int th_run(pt_user *u, md_error *err)
         rc = pt_theater_reserve(u->db, cart, sid, seats, TH_TICKETS, NULL, err);
     if (rc == 0)
         rc = pt_theater_checkout(u->db, cart, NULL, err);
-    if (rc == MD_NOTFOUND) { /* a seat taken or a cart not active: never here */
-        char why[256];
-        snprintf(why, sizeof why, "%.200s", err ? err->message : "reservation failed");
-        rc = md_error_set(err, MD_ERROR, MD_CODE_BAD_VALUE, "user %llu: %s",
-                          (unsigned long long)u->id, why);
-    }
-    return rc;
+    /* a seat taken or a cart not active: never here */
+    return pt_user_refused(u, rc, "reservation failed", err);
 }
 
 static int th_scenario_check(md_db *db, void *state, md_error *err)
 {
-    md_collection *carts = md_db_get_collection(db, TH_CARTS);
     bson_t *f = BCON_NEW("state", "{", "$ne", BCON_UTF8("done"), "}");
-    int64_t open = 0;
     int rc = pt_theater_check(db, true, err);
     if (rc == 0)
-        rc = md_collection_count(carts, f, NULL, &open, err);
-    if (rc == 0 && open != 0)
-        rc = md_error_set(err, MD_ERROR, MD_CODE_BAD_VALUE, "%lld carts not checked out",
-                          (long long)open);
+        rc = pt_expect_none(db, TH_CARTS, f, "carts not checked out", err);
     bson_destroy(f);
-    md_collection_destroy(carts);
     return rc;
 }
 
