@@ -117,6 +117,23 @@ void mm_add_deleted(mm_engine *e, mm_txn *t, int32_t slot, mm_loc l)
     mm_wloc(t, &d->deleted[b], l);
 }
 
+
+/* Free record l, taken off its list, keeps len bytes; the rest becomes a
+ * free record of its own on the namespace's free list (mm_add_deleted). */
+void mm_free_split(mm_engine *e, mm_txn *t, int32_t slot, mm_loc l, int32_t len)
+{
+    mm_deleted *dr = mm_deleted_at(e, l);
+    int32_t rest = dr->len - len;
+    mm_w32(t, &dr->len, len);
+    mm_loc nl = mm_loc_make(l.a, l.ofs + len);
+    mm_deleted *nd = (mm_deleted *)mm_ptr(e, nl, MM_REC_HDR);
+    mm_writing(t, nd, sizeof *nd);
+    nd->len = rest;
+    nd->extent_ofs = dr->extent_ofs;
+    nd->next = mm_loc_null();
+    mm_add_deleted(e, t, slot, nl);
+}
+
 /* SimpleRecordStoreV1::_allocFromExistingExtents; *out null if none fits. */
 static int alloc_from_existing(mm_engine *e, mm_txn *t, int32_t slot, int32_t raw,
                                mm_loc *out, md_error *err)
@@ -146,17 +163,8 @@ static int alloc_from_existing(mm_engine *e, mm_txn *t, int32_t slot, int32_t ra
     mm_wloc(t, &d->deleted[b], dr->next);
     mm_wloc(t, &dr->next, mm_loc_make(-2, 0)); /* defensive: "invalid" */
 
-    int32_t rest = dr->len - len;
-    if (rest >= mm_bucket_sizes[0]) {
-        mm_w32(t, &dr->len, len);
-        mm_loc nl = mm_loc_make(l.a, l.ofs + len);
-        mm_deleted *nd = (mm_deleted *)mm_ptr(e, nl, MM_REC_HDR);
-        mm_writing(t, nd, sizeof *nd);
-        nd->len = rest;
-        nd->extent_ofs = dr->extent_ofs;
-        nd->next = mm_loc_null();
-        mm_add_deleted(e, t, slot, nl);
-    }
+    if (dr->len - len >= mm_bucket_sizes[0])
+        mm_free_split(e, t, slot, l, len);
     *out = l;
     return 0;
 }

@@ -141,17 +141,8 @@ static int cap_alloc(mm_engine *e, mm_txn *t, int32_t slot, int32_t need, mm_loc
     }
     if (!best_link)
         return 0;
-    mm_deleted *dr = mm_deleted_at(e, best);
-    int32_t rest = dr->len - need;
-    mm_wloc(t, best_link, dr->next);
-    mm_w32(t, &dr->len, need);
-    mm_loc nl = mm_loc_make(best.a, best.ofs + need);
-    mm_deleted *nd = (mm_deleted *)mm_ptr(e, nl, MM_REC_HDR);
-    mm_writing(t, nd, sizeof *nd);
-    nd->len = rest;
-    nd->extent_ofs = dr->extent_ofs;
-    nd->next = mm_loc_null();
-    mm_capped_add_deleted(e, t, slot, nl);
+    mm_wloc(t, best_link, mm_deleted_at(e, best)->next);
+    mm_free_split(e, t, slot, best, need);
     *out = best;
     return 0;
 }

@@ -658,6 +658,9 @@ mm_deleted *mm_deleted_at(const mm_engine *e, mm_loc l);
 void mm_add_deleted(mm_engine *e, mm_txn *t, int32_t slot, mm_loc l);
 int mm_alloc_record(mm_engine *e, mm_txn *t, int32_t slot, int32_t len, mm_loc *out,
                     md_error *err);
+/* Free record l, off its list: keep len bytes, free the rest (>= a
+ * record header) as a record of its own. */
+void mm_free_split(mm_engine *e, mm_txn *t, int32_t slot, mm_loc l, int32_t len);
 /* Fill the allocated record at l with data (len bytes; zeros when data is
  * NULL), link it at the end of its extent's chain and count it. */
 int mm_record_place(mm_engine *e, mm_txn *t, int32_t slot, mm_loc l, const uint8_t *data,
