@@ -625,28 +625,29 @@ static bool await_insert(md_db *db, q_cursor *cur, uint64_t seen, const struct t
     return true;
 }
 
-/* One batch into reply; an awaitData cursor with nothing to return waits
- * (await_insert) and looks again until its time runs out.  *gone: the
- * cursor was killed while it waited (no collection lock is held then). */
+/* One batch into reply (empty on entry: the getMore's own); an awaitData
+ * cursor with nothing to return waits (await_insert) and looks again until
+ * its time runs out.  The batch goes straight into reply: only an empty
+ * one is ever discarded, so other cursors pay no copy and no clock.
+ * *gone: the cursor was killed while it waited (no collection lock is held
+ * then). */
 static void get_more_batch(md_db *db, q_cursor *cur, int64_t max_docs, int64_t wait_ms,
                            bson_t *reply, bool *exhausted, bool *gone)
 {
-    struct timespec dl = mono_deadline(wait_ms);
+    bool await = cur->tailable && cur->await_data && wait_ms > 0;
+    struct timespec dl = {0, 0};
+    if (await)
+        dl = mono_deadline(wait_ms);
     *gone = false;
     for (;;) {
-        uint64_t seen = cur->await_data ? inserts_seen(db, cur->c) : 0;
+        uint64_t seen = await ? inserts_seen(db, cur->c) : 0;
         int64_t before = cur->returned;
-        bson_t attempt = BSON_INITIALIZER;
-        reply_batch(cur, &attempt, max_docs, false, exhausted);
-        bool again = cur->tailable && cur->await_data && *exhausted && !cur->fail &&
-                     cur->returned == before && !(cur->limit && cur->returned >= cur->limit) &&
-                     wait_ms > 0 && !mono_passed(&dl);
-        if (!again) {
-            bson_concat(reply, &attempt);
-            bson_destroy(&attempt);
+        reply_batch(cur, reply, max_docs, false, exhausted);
+        bool again = await && *exhausted && !cur->fail && cur->returned == before &&
+                     !(cur->limit && cur->returned >= cur->limit) && !mono_passed(&dl);
+        if (!again)
             break;
-        }
-        bson_destroy(&attempt);
+        bson_reinit(reply);
         q_scan_save(&cur->scan);
         if (!await_insert(db, cur, seen, &dl)) {
             *gone = true;
