@@ -388,18 +388,30 @@ static void cursor_free_locked(md_db *db, q_cursor *cur)
     q_coll_unlock(db, c);
 }
 
-/* A tailable cursor at the end of its collection stays open, unless its
- * limit is reached or the collection is empty (SERVER-13955); then the
- * reply's id is set to 0.  True: it dies. */
-static bool tail_dead(q_cursor *cur, bson_t *reply)
+/* Has a tailable cursor more to wait for: no failure, limit not reached? */
+static bool tail_live(const q_cursor *cur)
 {
-    eng_rs_stats st;
-    q_coll_stats(cur->c, &st);
-    bool dead = (cur->limit && cur->returned >= cur->limit) || st.count == 0 || cur->fail;
+    return !cur->fail && !(cur->limit && cur->returned >= cur->limit);
+}
+
+/* A tailable cursor whose batch reached the end of its collection stays
+ * open while tail_live, except on a find over an empty collection
+ * (empty_dies; SERVER-13955).  True: it stays, and the reply's id (0 from
+ * reply_batch) becomes the cursor's. */
+static bool tail_stays(q_cursor *cur, bool empty_dies, bson_t *reply)
+{
     bson_iter_t it;
-    if (!dead && bson_iter_init(&it, reply) && bson_iter_find_descendant(&it, "cursor.id", &it))
+    eng_rs_stats st;
+    if (!tail_live(cur))
+        return false;
+    if (empty_dies) {
+        q_coll_stats(cur->c, &st);
+        if (st.count == 0)
+            return false;
+    }
+    if (bson_iter_init(&it, reply) && bson_iter_find_descendant(&it, "cursor.id", &it))
         bson_iter_overwrite_int64(&it, cur->id);
-    return dead;
+    return true;
 }
 
 /* Run the scan to the end into cur->docs and sort them. */
@@ -505,7 +517,7 @@ int q_cursor_find(md_db *db, q_coll *c, const char *ns, const q_find_args *a, bs
     cur->tailable = a->tailable;
     cur->await_data = a->await_data;
     if (cur->tailable && c && exhausted)
-        exhausted = tail_dead(cur, reply);
+        exhausted = !tail_stays(cur, true, reply);
     if (exhausted || a->single_batch || !c || cur->fail) {
         rc = cur->fail ? q_read_error(cur->fail, err) : 0;
         q_coll_unlock(db, c);
@@ -643,8 +655,8 @@ static void get_more_batch(md_db *db, q_cursor *cur, int64_t max_docs, int64_t w
         uint64_t seen = await ? inserts_seen(db, cur->c) : 0;
         int64_t before = cur->returned;
         reply_batch(cur, reply, max_docs, false, exhausted);
-        bool again = await && *exhausted && !cur->fail && cur->returned == before &&
-                     !(cur->limit && cur->returned >= cur->limit) && !mono_passed(&dl);
+        bool again = await && *exhausted && cur->returned == before && tail_live(cur) &&
+                     !mono_passed(&dl);
         if (!again)
             break;
         bson_reinit(reply);
@@ -654,14 +666,8 @@ static void get_more_batch(md_db *db, q_cursor *cur, int64_t max_docs, int64_t w
             return;
         }
     }
-    if (cur->tailable && *exhausted && !cur->fail &&
-        !(cur->limit && cur->returned >= cur->limit)) {
-        /* at the end for now: the cursor stays */
-        bson_iter_t it;
-        *exhausted = false;
-        if (bson_iter_init(&it, reply) && bson_iter_find_descendant(&it, "cursor.id", &it))
-            bson_iter_overwrite_int64(&it, cur->id);
-    }
+    if (cur->tailable && *exhausted && tail_stays(cur, false, reply))
+        *exhausted = false; /* at the end for now: the cursor stays */
 }
 
 int q_cursor_get_more(md_db *db, int64_t id, const char *ns, int64_t batch_size,
