@@ -18,41 +18,15 @@
  * of its extents (record headers, extent headers, free remainders), so its
  * counts are bounded instead.
  */
-#include <criterion/criterion.h>
-#include <criterion/parameterized.h>
-#include <ftw.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-
-#include "eng.h"
+#define ENG_FX_DIR "/tmp/md_capped_XXXXXX"
+#define ENG_FX_FIRST_FILE 262144
+#define ENG_FX_CAPPED_EXTENT 8192 /* rings of several extents: 16 KB has two */
+#include "test_eng_fixture.h"
 
 /* ---- fixture ------------------------------------------------------------ */
 
-typedef struct eng_param {
-    char name[32];
-} eng_param;
-
-static const eng_ops *OPS;
-static const char *NAME = "?";
-static char DIR_[64];
-static eng_engine *E;
-static md_error ERR;
-
 /* The engines with capped record stores. */
 static const char *const CAPPED_ENGINES[] = {"ephemeralForTest", "mmapv1", "btree", NULL};
-
-static struct criterion_test_params engine_params(void)
-{
-    static eng_param params[16];
-    size_t n = 0;
-    for (const eng_ops *const *o = eng_engines(); *o && n < 16; o++)
-        for (const char *const *c = CAPPED_ENGINES; *c; c++)
-            if (strcmp(*c, (*o)->name) == 0)
-                snprintf(params[n++].name, sizeof params[0].name, "%s", (*o)->name);
-    return cr_make_param_array(eng_param, params, n);
-}
 
 static bool persists(void)
 {
@@ -65,69 +39,10 @@ static bool counts_doc_bytes(void)
     return strcmp(OPS->name, "mmapv1") != 0;
 }
 
-#define CHECK(cond, fmt, ...) cr_assert((cond), "[%s] " fmt, NAME, ##__VA_ARGS__)
-#define RC(x, want) \
-    do { \
-        int rc_ = (x); \
-        CHECK(rc_ == (want), "%s -> %s, want %s (%s)", #x, md_strerror(rc_), \
-              md_strerror(want), ERR.message); \
-    } while (0)
-#define OK(x) RC(x, 0)
-#define EQ(a, b) \
-    do { \
-        long long a_ = (long long)(a), b_ = (long long)(b); \
-        CHECK(a_ == b_, "%s is %lld, want %s = %lld", #a, a_, #b, b_); \
-    } while (0)
-
-static void engine_open(void)
-{
-    bson_t opts = BSON_INITIALIZER, sub;
-    BSON_APPEND_DOCUMENT_BEGIN(&opts, "mmapv1", &sub);
-    BSON_APPEND_INT32(&sub, "firstFileSize", 262144);
-    BSON_APPEND_INT32(&sub, "nsSize", 65536);
-    /* rings of several extents: a 16 KB ring has two */
-    BSON_APPEND_INT32(&sub, "debugCappedExtentSize", 8192);
-    bson_append_document_end(&opts, &sub);
-    md_error_clear(&ERR);
-    int rc = eng_open(OPS, DIR_, "test", &opts, &E, &ERR);
-    bson_destroy(&opts);
-    CHECK(rc == 0 && E, "open %s: %s (%s)", DIR_, md_strerror(rc), ERR.message);
-}
-
-static void fx_open(const eng_param *p)
-{
-    OPS = eng_find(p->name);
-    cr_assert(OPS, "engine %s not found", p->name);
-    NAME = OPS->name;
-    snprintf(DIR_, sizeof DIR_, "/tmp/md_capped_XXXXXX");
-    cr_assert(mkdtemp(DIR_), "mkdtemp failed");
-    engine_open();
-}
-
-static void fx_reopen(void)
-{
-    eng_close(E);
-    E = NULL;
-    engine_open();
-}
-
-static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    return remove(path);
-}
-
-static void fx_fini(void)
-{
-    eng_close(E);
-    E = NULL;
-    if (DIR_[0])
-        nftw(DIR_, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 #define CAPPED_TEST(test) \
     ParameterizedTestParameters(capped, test) \
     { \
-        return engine_params(); \
+        return engine_params_of(CAPPED_ENGINES); \
     } \
     ParameterizedTest(eng_param *p, capped, test, .fini = fx_fini)
 
