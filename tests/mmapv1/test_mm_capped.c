@@ -8,8 +8,6 @@
  * that would grow refused (10003), compact refused, and validate noticing a
  * damaged capExtent.
  */
-#include <signal.h>
-#include <sys/wait.h>
 
 #include "test_mm_util.h"
 
@@ -206,39 +204,12 @@ Test(mm_capped, fields_are_at_their_ns_offsets_and_persist)
 }
 
 /* In a child: create test.cap (journal on), insert n documents {_id: i}
- * of varying sizes with durable commits, then die by SIGKILL. */
+ * of varying sizes, every tenth commit and the last durable, then die by
+ * SIGKILL. */
 static void crash_capped_writer(mmt *t, int n)
 {
-    fflush(NULL);
-    pid_t pid = fork();
-    cr_assert(pid >= 0);
-    if (pid == 0) {
-        mmt c = *t;
-        c.e = NULL;
-        if (mmt_try_open(&c) != 0)
-            _exit(3);
-        eng_rs_options o = {.capped = true, .capped_size = 16384};
-        eng_rs *rs;
-        eng_txn *x;
-        if (eng_txn_begin(c.e, &x) || eng_rs_create(c.e, x, "test.cap", &o, NULL) ||
-            eng_txn_commit(x, true, NULL) || eng_rs_open(c.e, "test.cap", &rs, NULL))
-            _exit(4);
-        for (int i = 1; i <= n; i++) {
-            bson_t b;
-            eng_rid rid;
-            mmt_doc(&b, i, 60 + (i * 29) % 300);
-            if (eng_txn_begin(c.e, &x) ||
-                eng_rs_insert(rs, x, bson_get_data(&b), b.len, &rid, NULL) ||
-                eng_txn_commit(x, i % 10 == 0 || i == n, NULL))
-                _exit(5);
-            bson_destroy(&b);
-        }
-        kill(getpid(), SIGKILL);
-        _exit(6);
-    }
-    int st;
-    cr_assert_eq(waitpid(pid, &st, 0), pid);
-    cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "child status %d", st);
+    eng_rs_options o = {.capped = true, .capped_size = 16384};
+    mmt_crash_writer(t, "test.cap", &o, n, 0, 10);
 }
 
 Test(mm_capped, ring_survives_sigkill_through_the_journal)

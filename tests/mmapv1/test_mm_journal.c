@@ -8,8 +8,6 @@
  * syncdelay run on their own, the options are checked, and journal: false
  * makes validate say that the files cannot be vouched for.
  */
-#include <signal.h>
-#include <sys/wait.h>
 #include <time.h>
 
 #include "test_mm_util.h"
@@ -207,40 +205,12 @@ static eng_rid durable_insert(mmt *t, eng_rs *rs, int id, int len)
     return rid;
 }
 
-/* In a child: open t->dir, create test.c, insert n documents {_id: i} of
- * `len` bytes each with durable commits, then die by SIGKILL. */
+/* In a child: create test.c and insert n documents {_id: i} of len bytes,
+ * each commit durable when journal is on, then die by SIGKILL. */
 static void crash_writer(mmt *t, int n, int len, bool journal)
 {
-    fflush(NULL);
-    pid_t pid = fork();
-    cr_assert(pid >= 0);
-    if (pid == 0) {
-        mmt c = *t;
-        c.e = NULL;
-        if (mmt_try_open(&c) != 0)
-            _exit(3);
-        eng_rs_options o = {.alloc = ENG_ALLOC_POWEROF2};
-        eng_rs *rs;
-        eng_txn *x;
-        if (eng_txn_begin(c.e, &x) || eng_rs_create(c.e, x, "test.c", &o, NULL) ||
-            eng_txn_commit(x, true, NULL) || eng_rs_open(c.e, "test.c", &rs, NULL))
-            _exit(4);
-        for (int i = 1; i <= n; i++) {
-            bson_t b;
-            eng_rid rid;
-            mmt_doc(&b, i, len);
-            if (eng_txn_begin(c.e, &x) ||
-                eng_rs_insert(rs, x, bson_get_data(&b), b.len, &rid, NULL) ||
-                eng_txn_commit(x, journal, NULL))
-                _exit(5);
-            bson_destroy(&b);
-        }
-        kill(getpid(), SIGKILL);
-        _exit(6);
-    }
-    int st;
-    cr_assert_eq(waitpid(pid, &st, 0), pid);
-    cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "child status %d", st);
+    eng_rs_options o = {.alloc = ENG_ALLOC_POWEROF2};
+    mmt_crash_writer(t, "test.c", &o, n, len, journal ? 1 : 0);
 }
 
 /* A journaled database whose writer child was SIGKILLed after n durable

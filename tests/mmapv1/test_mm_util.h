@@ -2,7 +2,8 @@
  * test_mm_util.h -- fixture and helpers shared by the mmapv1 unit tests
  * (test_mm_*.c): a fresh mkdtemp directory with tiny files (64 KiB first
  * data file, 64 KiB .ns), documents of an exact BSON size, and shortcuts
- * for transactions, collections and validate.  Tests may read the on-disk
+ * for transactions, collections and validate, and a writer child killed
+ * by SIGKILL mid-run.  Tests may read the on-disk
  * format through mm_int.h and damage files with pwrite after mmt_settle():
  * with the journal the engine reads a MAP_PRIVATE view, which sees bytes
  * written to the file only on pages it has not changed since the last
@@ -16,10 +17,12 @@
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "eng.h"
@@ -225,6 +228,46 @@ static inline bool mmt_has_error(const eng_validate *v, const char *needle)
     bool found = strstr(s, needle) != NULL;
     bson_free(s);
     return found;
+}
+
+/* In a child: open t->dir, create `ident` with options o, insert n
+ * documents {_id: i} of len bytes (len 0: 60 + i * 29 % 300 bytes, sizes
+ * that vary), the commit of every durable_every-th and of the last one
+ * durable (durable_every 0: none), then die by SIGKILL.  The caller has
+ * closed t->e: the child owns the directory until it dies. */
+static inline void mmt_crash_writer(mmt *t, const char *ident, const eng_rs_options *o, int n,
+                                    int len, int durable_every)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        mmt c = *t;
+        c.e = NULL;
+        if (mmt_try_open(&c) != 0)
+            _exit(3);
+        eng_rs *rs;
+        eng_txn *x;
+        if (eng_txn_begin(c.e, &x) || eng_rs_create(c.e, x, ident, o, NULL) ||
+            eng_txn_commit(x, true, NULL) || eng_rs_open(c.e, ident, &rs, NULL))
+            _exit(4);
+        for (int i = 1; i <= n; i++) {
+            bson_t b;
+            eng_rid rid;
+            mmt_doc(&b, i, len > 0 ? len : 60 + (i * 29) % 300);
+            bool durable = durable_every > 0 && (i % durable_every == 0 || i == n);
+            if (eng_txn_begin(c.e, &x) ||
+                eng_rs_insert(rs, x, bson_get_data(&b), b.len, &rid, NULL) ||
+                eng_txn_commit(x, durable, NULL))
+                _exit(5);
+            bson_destroy(&b);
+        }
+        kill(getpid(), SIGKILL);
+        _exit(6);
+    }
+    int st;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "child status %d", st);
 }
 
 /* Apply every commit to the files and drop the private view's copies, so
