@@ -148,6 +148,14 @@ void q_append_number(bson_t *b, const char *key, int64_t v)
         BSON_APPEND_INT64(b, key, v);
 }
 
+bool q_doc_is_one(const bson_t *doc, const char *field)
+{
+    bson_iter_t it;
+    return bson_count_keys(doc) == 1 && bson_iter_init(&it, doc) && bson_iter_next(&it) &&
+           strcmp(bson_iter_key(&it), field) == 0 && BSON_ITER_HOLDS_NUMBER(&it) &&
+           bson_iter_as_double(&it) == 1;
+}
+
 static int write_concern_w(const bson_iter_t *it, md_error *err)
 {
     int64_t w;

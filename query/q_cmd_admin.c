@@ -580,16 +580,6 @@ static bool same_partial(const q_index *ix, const idx_req *r)
     return len == r->partial.len && memcmp(data, bson_get_data(&r->partial), len) == 0;
 }
 
-/* {_id: 1}: the key of the _id index a collection created with
- * autoIndexId: false may be given later. */
-static bool key_is_id(const bson_t *key)
-{
-    bson_iter_t it;
-    return bson_count_keys(key) == 1 && bson_iter_init(&it, key) && bson_iter_next(&it) &&
-           strcmp(bson_iter_key(&it), "_id") == 0 && BSON_ITER_HOLDS_NUMBER(&it) &&
-           bson_iter_as_double(&it) == 1;
-}
-
 /* 1: already exists (identically), 0: new, <0: conflict. */
 static int index_conflict(q_coll *c, const idx_req *r, md_error *err)
 {
@@ -611,7 +601,9 @@ static int index_conflict(q_coll *c, const idx_req *r, md_error *err)
         return q_err(err, MD_EINVAL, MD_CODE_INDEX_OPTIONS_CONFLICT,
                      "Index with name: %s already exists with a different name",
                      by_key->name);
-    if (id_index && !key_is_id(&r->key))
+    /* {_id: 1}: the _id index of a collection created with autoIndexId:
+     * false may be given later */
+    if (id_index && !q_doc_is_one(&r->key, "_id"))
         return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE, "The _id_ index must have key {_id: 1}");
     return 0;
 }

@@ -131,16 +131,12 @@ static bool empty_doc(const bson_iter_t *it)
  * sort is the order a tailable cursor has anyway, and is dropped. */
 static int tailable_check(q_find_cmd *p, md_error *err)
 {
-    bson_iter_t it;
     if (p->a.await_data && !p->a.tailable)
         return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE, "Cannot set awaitData without tailable");
     if (!p->a.tailable)
         return 0;
     if (p->has_sort && !bson_empty(&p->sort)) {
-        bool natural = bson_count_keys(&p->sort) == 1 && bson_iter_init(&it, &p->sort) &&
-                       bson_iter_next(&it) && strcmp(bson_iter_key(&it), "$natural") == 0 &&
-                       BSON_ITER_HOLDS_NUMBER(&it) && bson_iter_as_double(&it) == 1;
-        if (!natural)
+        if (!q_doc_is_one(&p->sort, "$natural"))
             return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE,
                          "cannot use tailable option with a sort other than {$natural: 1}");
         p->has_sort = false;

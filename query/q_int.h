@@ -487,6 +487,8 @@ int q_cmd_coll_name(md_db *db, const bson_t *cmd, bool idl, const char **name, c
 bool q_iter_int64(const bson_iter_t *it, int64_t *out);
 /* Number as int32 when it fits, else int64 (BSONObjBuilder::appendNumber). */
 void q_append_number(bson_t *b, const char *key, int64_t v);
+/* Is doc exactly {field: 1} (any numeric type)? */
+bool q_doc_is_one(const bson_t *doc, const char *field);
 /* writeConcern: j -> *durable.  BadValue on malformed values. */
 int q_write_concern(const bson_t *cmd, bool *durable, md_error *err);
 /* IDL-style messages: "BSON field 'insert.documents' is the wrong type ..." */
