@@ -664,55 +664,85 @@ static void ac_view_free(ac_view *v)
     free(v->t);
 }
 
-static int ac_load_accounts(md_db *db, ac_view *v, md_error *err)
+/* Read every document of coll into the growing array *arr of *n elements
+ * of elsize bytes, each zeroed, counted (so a failed one is still freed
+ * with the view) and filled by add; then sort it by cmp. */
+static int ac_load(md_db *db, const char *coll, void **arr, size_t *n, size_t elsize,
+                   int (*add)(const bson_t *doc, void *slot, md_error *err),
+                   int (*cmp)(const void *, const void *), md_error *err)
 {
-    md_collection *c = md_db_get_collection(db, AC_ACCOUNTS);
+    md_collection *c = md_db_get_collection(db, coll);
     bson_t filter = BSON_INITIALIZER;
     md_cursor *cur = md_collection_find_with_opts(c, &filter, NULL);
     const bson_t *doc;
     size_t cap = 0;
     int rc = 0;
     while (rc == 0 && md_cursor_next(cur, &doc)) {
-        bson_iter_t it, arr;
-        if (v->na == cap) {
-            ac_acct *g = realloc(v->a, sizeof *g * (cap = cap ? cap * 2 : 64));
+        if (*n == cap) {
+            void *g = realloc(*arr, elsize * (cap = cap ? cap * 2 : 64));
             if (!g) {
                 rc = MD_ENOMEM;
                 break;
             }
-            v->a = g;
+            *arr = g;
         }
-        ac_acct *a = &v->a[v->na++];
-        memset(a, 0, sizeof *a);
-        a->name = strdup(ac_str(doc, "name"));
-        a->balance = ac_i64(doc, "balance", 0);
-        if (bson_iter_init_find(&it, doc, "pendingTransactions") &&
-            bson_iter_recurse(&it, &arr)) {
-            int pcap = 0;
-            while (bson_iter_next(&arr)) {
-                if (!BSON_ITER_HOLDS_OID(&arr)) {
-                    rc = md_error_set(err, MD_ERROR, MD_CODE_BAD_VALUE, "account %s: a pending"
-                                      " transaction that is not an ObjectId", a->name);
-                    break;
-                }
-                if (a->npending == pcap) {
-                    bson_oid_t *g = realloc(a->pending, sizeof *g * (size_t)(pcap = pcap * 2 + 4));
-                    if (!g) {
-                        rc = MD_ENOMEM;
-                        break;
-                    }
-                    a->pending = g;
-                }
-                bson_oid_copy(bson_iter_oid(&arr), &a->pending[a->npending++]);
-            }
-        }
+        void *slot = (char *)*arr + elsize * (*n)++;
+        memset(slot, 0, elsize);
+        rc = add(doc, slot, err);
     }
     if (rc == 0 && md_cursor_error(cur, err))
         rc = MD_ERROR;
     md_cursor_destroy(cur);
     md_collection_destroy(c);
     if (rc == 0)
-        qsort(v->a, v->na, sizeof *v->a, ac_acct_cmp);
+        qsort(*arr, *n, elsize, cmp);
+    return rc;
+}
+
+static int ac_add_account(const bson_t *doc, void *slot, md_error *err)
+{
+    ac_acct *a = slot;
+    bson_iter_t it, arr;
+    a->name = strdup(ac_str(doc, "name"));
+    a->balance = ac_i64(doc, "balance", 0);
+    if (!bson_iter_init_find(&it, doc, "pendingTransactions") || !bson_iter_recurse(&it, &arr))
+        return 0;
+    int pcap = 0;
+    while (bson_iter_next(&arr)) {
+        if (!BSON_ITER_HOLDS_OID(&arr))
+            return md_error_set(err, MD_ERROR, MD_CODE_BAD_VALUE, "account %s: a pending"
+                                " transaction that is not an ObjectId", a->name);
+        if (a->npending == pcap) {
+            bson_oid_t *g = realloc(a->pending, sizeof *g * (size_t)(pcap = pcap * 2 + 4));
+            if (!g)
+                return MD_ENOMEM;
+            a->pending = g;
+        }
+        bson_oid_copy(bson_iter_oid(&arr), &a->pending[a->npending++]);
+    }
+    return 0;
+}
+
+static int ac_add_txn(const bson_t *doc, void *slot, md_error *err)
+{
+    ac_tx *x = slot;
+    ac_txn t;
+    if (ac_txn_parse(doc, &t) != 0)
+        return md_error_set(err, MD_ERROR, MD_CODE_BAD_VALUE, "a transaction without an id");
+    x->id = t.id;
+    x->source = strdup(t.source);
+    x->destination = strdup(t.destination);
+    snprintf(x->state, sizeof x->state, "%s", t.state);
+    x->amount = t.amount;
+    return 0;
+}
+
+static int ac_load_accounts(md_db *db, ac_view *v, md_error *err)
+{
+    void *arr = v->a;
+    int rc = ac_load(db, AC_ACCOUNTS, &arr, &v->na, sizeof *v->a, ac_add_account, ac_acct_cmp,
+                     err);
+    v->a = arr;
     for (size_t i = 0; rc == 0 && i + 1 < v->na; i++)
         if (strcmp(v->a[i].name, v->a[i + 1].name) == 0)
             rc = md_error_set(err, MD_ERROR, MD_CODE_BAD_VALUE, "two accounts named %s",
@@ -722,39 +752,9 @@ static int ac_load_accounts(md_db *db, ac_view *v, md_error *err)
 
 static int ac_load_txns(md_db *db, ac_view *v, md_error *err)
 {
-    md_collection *c = md_db_get_collection(db, AC_TXNS);
-    bson_t filter = BSON_INITIALIZER;
-    md_cursor *cur = md_collection_find_with_opts(c, &filter, NULL);
-    const bson_t *doc;
-    size_t cap = 0;
-    int rc = 0;
-    while (rc == 0 && md_cursor_next(cur, &doc)) {
-        ac_txn t;
-        if (ac_txn_parse(doc, &t) != 0) {
-            rc = md_error_set(err, MD_ERROR, MD_CODE_BAD_VALUE, "a transaction without an id");
-            break;
-        }
-        if (v->nt == cap) {
-            ac_tx *g = realloc(v->t, sizeof *g * (cap = cap ? cap * 2 : 64));
-            if (!g) {
-                rc = MD_ENOMEM;
-                break;
-            }
-            v->t = g;
-        }
-        ac_tx *x = &v->t[v->nt++];
-        x->id = t.id;
-        x->source = strdup(t.source);
-        x->destination = strdup(t.destination);
-        snprintf(x->state, sizeof x->state, "%s", t.state);
-        x->amount = t.amount;
-    }
-    if (rc == 0 && md_cursor_error(cur, err))
-        rc = MD_ERROR;
-    md_cursor_destroy(cur);
-    md_collection_destroy(c);
-    if (rc == 0)
-        qsort(v->t, v->nt, sizeof *v->t, ac_tx_cmp);
+    void *arr = v->t;
+    int rc = ac_load(db, AC_TXNS, &arr, &v->nt, sizeof *v->t, ac_add_txn, ac_tx_cmp, err);
+    v->t = arr;
     return rc;
 }
 
