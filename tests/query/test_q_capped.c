@@ -19,12 +19,6 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 static void insert_range(tdb *t, int from, int to)
 {
     for (int i = from; i < to; i++)
@@ -343,7 +337,7 @@ static void *insert_later(void *arg)
     inserter *in = arg;
     char json[128];
     bson_t r;
-    sleep_ms(in->delay_ms);
+    t_sleep_ms(in->delay_ms);
     snprintf(json, sizeof json, "{\"insert\": \"c\", \"documents\": [{\"_id\": %d, \"x\": 0}]}",
              in->id);
     md_db_command_json(in->db, json, &r, NULL);
@@ -436,7 +430,7 @@ Test(q_capped, waiting_cursor_killed)
             bson_destroy(r);
             pthread_t th;
             pthread_create(&th, NULL, get_more_thread, &w);
-            sleep_ms(150);
+            t_sleep_ms(150);
             if (how != 0)
                 T_RUN(&t, "{\"killCursors\": \"c\", \"cursors\": [{\"$numberLong\": \"%lld\"}]}",
                       (long long)w.id);

@@ -7,12 +7,6 @@
 
 #include "test_q_util.h"
 
-static void t_sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 static void insert_n(tdb *t, int n)
 {
     for (int i = 0; i < n; i++)

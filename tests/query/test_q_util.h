@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "eng.h"
 #include "minidoc.h"
@@ -84,6 +85,13 @@ static inline void t_close(tdb *t)
 }
 
 /* Run the body once per registered engine, with `t` open on it. */
+/* Sleep ms milliseconds (idle timeouts, awaitData waits). */
+static inline void t_sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
 #define FOR_EACH_ENGINE(t)                                                        \
     for (const eng_ops *const *e_ = eng_engines(); *e_; e_++)                     \
         for (int once_ = (t_open(&(t), (*e_)->name), 1); once_; once_ = 0, t_close(&(t)))
