@@ -170,12 +170,9 @@ int bt_capped_insert(eng_rs *rs, eng_txn *tx, const uint8_t *data, uint32_t len,
         if (rc)
             goto out;
         rc = eng_rs_capped_deleting(rs, tx, c.rid, c.val.p ? c.val.p : (const uint8_t *)"",
-                                    (uint32_t)c.val.n);
-        if (rc) {
-            md_error_set(err, rc, eng_rc_to_code(rc), "capped delete of RecordId %lld refused: %s",
-                         (long long)c.rid, md_strerror(rc));
+                                    (uint32_t)c.val.n, err);
+        if (rc)
             goto out;
-        }
         rc = bt_write(e, x, t, NULL, 0, c.rid, NULL, 0, BT_W_REMOVE, NULL, err);
         if (rc)
             goto out;
@@ -208,7 +205,7 @@ int bt_capped_changing(eng_rs *rs, eng_txn *tx, eng_rid rid, int64_t new_len, md
     if (rc)
         return md_error_set(err, rc, eng_rc_to_code(rc), "%s", lerr.message);
     if (new_len > old)
-        return md_error_set(err, MD_ENOTSUP, 10003, "objects in a capped ns cannot grow");
+        return eng_capped_cannot_grow(err);
     delta(t, (bt_txn *)tx, new_len < 0 ? -1 : 0, new_len < 0 ? -old : new_len - old);
     return 0;
 }

@@ -411,10 +411,13 @@ int eng_rs_compact(eng_rs *rs, eng_txn *t, const eng_compact_opts *o, bson_t *in
 /* Capped stores: who to tell before the ring removes a record (query/ sets
  * it once after rs_open, before any insert).  Engines call
  * eng_rs_capped_deleting() for each record they are about to remove; it
- * returns the hook's result (0 when no hook is set). */
+ * returns the hook's result (0 when no hook is set), describing a refusal
+ * in err.  eng_capped_cannot_grow() is every engine's refusal of an update
+ * that would make a capped record longer (MD_ENOTSUP, code 10003). */
 void eng_rs_set_capped_hook(eng_rs *rs, eng_capped_delete_fn fn, void *ctx);
 int eng_rs_capped_deleting(eng_rs *rs, eng_txn *t, eng_rid rid, const uint8_t *data,
-                           uint32_t len);
+                           uint32_t len, md_error *err);
+int eng_capped_cannot_grow(md_error *err);
 
 int eng_rs_cursor_open(eng_rs *rs, bool forward, eng_rs_cursor **out);
 int eng_rs_cursor_next(eng_rs_cursor *c, eng_rid *rid, const uint8_t **data, uint32_t *len);

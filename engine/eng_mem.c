@@ -633,11 +633,9 @@ static int capped_make_room(eng_rs *rs, eng_txn *t, uint32_t len, md_error *err)
     while (o->n > 0 && (o->bytes + (int64_t)len > op->capped_size ||
                         (op->capped_max > 0 && (int64_t)o->n >= op->capped_max))) {
         mem_rec *r = &o->v[0];
-        int rc = eng_rs_capped_deleting(rs, t, r->rid, r->data, r->len);
+        int rc = eng_rs_capped_deleting(rs, t, r->rid, r->data, r->len, err);
         if (rc)
-            return md_error_set(err, rc, eng_rc_to_code(rc),
-                                "capped delete of RecordId %lld refused: %s",
-                                (long long)r->rid, md_strerror(rc));
+            return rc;
         if (obj_remove(ENG_OF(rs), o, 0))
             return no_mem(err);
     }
@@ -690,7 +688,7 @@ static int mem_rs_update(eng_rs *rs, eng_txn *t, eng_rid rid, const uint8_t *dat
     if (!find(o, NULL, 0, rid, &i))
         return no_record(err, rid);
     if (o->opts.capped && len > o->v[i].len) /* as mmapv1 and btree */
-        return md_error_set(err, MD_ENOTSUP, 10003, "objects in a capped ns cannot grow");
+        return eng_capped_cannot_grow(err);
     uint8_t *copy = dup_bytes(data, len);
     mem_undo *u = copy ? undo_push(e, U_UPDATE, o) : NULL;
     if (!u) {

@@ -181,9 +181,18 @@ void eng_rs_set_capped_hook(eng_rs *rs, eng_capped_delete_fn fn, void *ctx)
 }
 
 int eng_rs_capped_deleting(eng_rs *rs, eng_txn *t, eng_rid rid, const uint8_t *data,
-                           uint32_t len)
+                           uint32_t len, md_error *err)
 {
-    return rs->capped_hook ? rs->capped_hook(rs->capped_ctx, t, rid, data, len) : 0;
+    int rc = rs->capped_hook ? rs->capped_hook(rs->capped_ctx, t, rid, data, len) : 0;
+    if (rc)
+        md_error_set(err, rc, eng_rc_to_code(rc), "capped delete of RecordId %lld refused: %s",
+                     (long long)rid, md_strerror(rc));
+    return rc;
+}
+
+int eng_capped_cannot_grow(md_error *err)
+{
+    return md_error_set(err, MD_ENOTSUP, 10003, "objects in a capped ns cannot grow");
 }
 
 int eng_rs_cursor_open(eng_rs *rs, bool forward, eng_rs_cursor **out)

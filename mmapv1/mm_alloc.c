@@ -178,7 +178,7 @@ int mm_alloc_record(mm_engine *e, mm_txn *t, int32_t slot, int32_t len, mm_loc *
         return md_error_set(err, MD_ETOOBIG, MD_CODE_BSON_OBJECT_TOO_LARGE,
                             "record has to be <= 16.5MB");
     if (d->is_capped) /* the ring allocates (mm_capped_insert); nothing moves */
-        return md_error_set(err, MD_ENOTSUP, 10003, "objects in a capped ns cannot grow");
+        return eng_capped_cannot_grow(err);
     int rc = alloc_from_existing(e, t, slot, len, out, err);
     for (int z = -1; rc == 0 && mm_loc_is_null(*out); z++) {
         if (z >= 10 || (z >= 0 && len <= d->last_extent_size))

@@ -227,11 +227,10 @@ int mm_capped_insert(mm_engine *e, mm_txn *t, eng_rs *rs, eng_txn *tx, int32_t s
             return ENG_CORRUPT(err, "%s: record %d:0x%x of the cap extent is damaged", d->name,
                                fr.a, fr.ofs);
         const uint8_t *doc = (const uint8_t *)(r + 1);
-        int rc = eng_rs_capped_deleting(rs, tx, mm_loc_to_rid(fr), doc, (uint32_t)mm_le32(doc));
+        int rc = eng_rs_capped_deleting(rs, tx, mm_loc_to_rid(fr), doc, (uint32_t)mm_le32(doc),
+                                        err);
         if (rc)
-            return md_error_set(err, rc, eng_rc_to_code(rc),
-                                "capped delete of RecordId %lld refused: %s",
-                                (long long)mm_loc_to_rid(fr), md_strerror(rc));
+            return rc;
         if (!mm_rs_locate(e, slot, fr)) /* the hook may have remapped, not removed */
             return ENG_CORRUPT(err, "%s: record %d:0x%x vanished in the capped-delete hook",
                                mm_ns_at(e, slot)->name, fr.a, fr.ofs);

@@ -179,7 +179,7 @@ int mm_do_update(mm_engine *e, mm_txn *t, int32_t slot, mm_loc l, const uint8_t 
         return md_error_set(err, MD_NOTFOUND, MD_CODE_NO_SUCH_KEY,
                             "no record at %d:0x%x", l.a, l.ofs);
     if (mm_ns_at(e, slot)->is_capped && r->len - MM_REC_HDR < (int32_t)len)
-        return md_error_set(err, MD_ENOTSUP, 10003, "objects in a capped ns cannot grow");
+        return eng_capped_cannot_grow(err);
     if (r->len - MM_REC_HDR >= (int32_t)len) {
         mm_writing(t, r + 1, len);
         memmove(r + 1, data, len);
