@@ -495,7 +495,8 @@ static mm_cursor *CUR(eng_rs_cursor *c)
 int mm_rs_cursor_open(eng_rs *rs_, bool forward, eng_rs_cursor **out)
 {
     mm_rs *rs = RS(rs_);
-    if (!mm_rs_details(rs))
+    const mm_ns_slot *d = mm_rs_details(rs);
+    if (!d)
         return MD_NOTFOUND;
     mm_cursor *c = calloc(1, sizeof *c);
     if (!c)
@@ -505,7 +506,7 @@ int mm_rs_cursor_open(eng_rs *rs_, bool forward, eng_rs_cursor **out)
     c->slot = rs->slot;
     c->forward = forward;
     c->next = mm_loc_null();
-    c->tail = forward && mm_rs_details(rs)->is_capped;
+    c->tail = forward && d->is_capped;
     c->last = mm_loc_null();
     pthread_mutex_lock(&rs->e->cursors_mu);
     c->link_next = rs->e->cursors;
