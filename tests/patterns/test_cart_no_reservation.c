@@ -250,12 +250,10 @@ Test(cart_no_reservation, contention_without_failures_keeps_the_books_balanced)
     PTT_FOR_EACH_ENGINE(t)
     {
         int64_t initial[3];
-        md_error err;
         pt_cart_totals tot;
-        seed(&t, 3, 60, initial);
         pt_cart_stress s = {.reserving = false, .threads = 6, .ops = 150, .nproducts = 3,
                             .seed = 3};
-        cr_assert_eq(pt_cart_stress_run(t.db, &s, &err), 0, "[%s] %s", t.engine, err.message);
+        stress(&t, 60, &s, initial);
         must_hold(&t, 3, initial, &tot);
         cr_assert_gt(s.checked_out, 0, "[%s]", t.engine);
         cr_assert_eq(tot.reservations, 0, "[%s] every checkout finished", t.engine);
@@ -271,11 +269,10 @@ Test(cart_no_reservation, contention_with_failures_and_expiry_keeps_the_books_ba
         int64_t initial[3];
         md_error err;
         pt_cart_totals tot;
-        seed(&t, 3, 60, initial);
         pt_cart_stress s = {.reserving = false, .threads = 8, .ops = 150, .nproducts = 3,
                             .crash_pct = 15, .expire_every = 12, .expire_age_ms = 3,
                             .seed = 13};
-        cr_assert_eq(pt_cart_stress_run(t.db, &s, &err), 0, "[%s] %s", t.engine, err.message);
+        stress(&t, 60, &s, initial);
         cr_assert_gt(s.crashed, 0, "[%s]", t.engine);
         cr_assert_gt(s.checked_out, 0, "[%s]", t.engine);
         cr_assert_eq(pt_cart_cleanup(t.db, pt_now_ms(), NULL, &err), 0, "[%s] %s", t.engine,
@@ -293,15 +290,13 @@ Test(cart_no_reservation, live_clients_racing_the_expiry_job_leave_nothing_to_re
     PTT_FOR_EACH_ENGINE(t)
     {
         int64_t initial[3];
-        md_error err;
         pt_cart_totals tot;
-        seed(&t, 3, 60, initial);
         /* The job only expires (no recovery pass): whatever a live client
          * and the job do at the same time must settle by itself. */
         pt_cart_stress s = {.reserving = false, .threads = 8, .ops = 150, .nproducts = 3,
                             .expire_every = 6, .expire_age_ms = 2, .expire_only = true,
                             .seed = 19};
-        cr_assert_eq(pt_cart_stress_run(t.db, &s, &err), 0, "[%s] %s", t.engine, err.message);
+        stress(&t, 60, &s, initial);
         must_hold(&t, 3, initial, &tot);
         cr_assert_gt(tot.expired, 0, "[%s] the job raced the clients", t.engine);
         cr_assert_gt(s.checked_out, 0, "[%s]", t.engine);
@@ -319,15 +314,7 @@ Test(cart_no_reservation, scenario_checks_out_every_user)
     ptt_db t;
     PTT_FOR_EACH_ENGINE(t)
     {
-        md_error err;
-        void *state = NULL;
-        pt_setup_args a = {.users = 40, .quick = true};
-        char first[256];
-        cr_assert_eq(sc->setup(t.db, &a, &state, &err), 0, "[%s] %s", t.engine, err.message);
-        int bad = ptt_run_op(t.db, state, &sc->ops[0], 4, 40, first);
-        cr_assert_eq(bad, 0, "[%s] %s", t.engine, first);
-        cr_assert_eq(sc->check(t.db, state, &err), 0, "[%s] %s", t.engine, err.message);
-        cr_assert_eq(ptt_count(&t, "orders", "{}"), 40);
+        void *state = run_scenario(&t, sc);
         sc->destroy(state);
     }
 }

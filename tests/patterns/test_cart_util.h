@@ -1,7 +1,8 @@
 /*
  * test_cart_util.h -- helpers the two shopping-cart test files share
  * (test_cart_reservation.c, test_cart_no_reservation.c): seeding the
- * inventories, reading inventories and carts back, and the invariant check.
+ * inventories, reading inventories and carts back, the invariant check,
+ * the many-clients stress and the scenario's run.
  * The including file defines CART_RESERVES (does its chapter reserve stock
  * in the inventories?) before including it.
  */
@@ -99,6 +100,32 @@ static inline pt_cart_item item(int64_t p, int32_t q)
     pt_cart_item it = {.product = p, .quantity = q, .price = 1000};
     snprintf(it.name, sizeof it.name, "Simsong Mobile %lld", (long long)p);
     return it;
+}
+
+/* Three products of `stock` each (initial), then the stress s against
+ * them, which must finish without an error. */
+static inline void stress(ptt_db *t, int64_t stock, pt_cart_stress *s, int64_t *initial)
+{
+    md_error err;
+    seed(t, 3, stock, initial);
+    cr_assert_eq(pt_cart_stress_run(t->db, s, &err), 0, "[%s] %s", t->engine, err.message);
+}
+
+/* The chapter's scenario: setup, its one op by 40 users on 4 clients and
+ * its check must all succeed, and leave 40 orders.  The caller destroys
+ * the returned state. */
+static inline void *run_scenario(ptt_db *t, const pt_scenario *sc)
+{
+    md_error err;
+    void *state = NULL;
+    pt_setup_args a = {.users = 40, .quick = true};
+    char first[256];
+    cr_assert_eq(sc->setup(t->db, &a, &state, &err), 0, "[%s] %s", t->engine, err.message);
+    int bad = ptt_run_op(t->db, state, &sc->ops[0], 4, 40, first);
+    cr_assert_eq(bad, 0, "[%s] %s", t->engine, first);
+    cr_assert_eq(sc->check(t->db, state, &err), 0, "[%s] %s", t->engine, err.message);
+    cr_assert_eq(ptt_count(t, "orders", "{}"), 40);
+    return state;
 }
 
 #endif /* TEST_CART_UTIL_H */
