@@ -220,18 +220,6 @@ void bt_capped_truncated(bt_tree *t, eng_txn *tx)
     bt_unlatch(e);
 }
 
-bool bt_capped_present(eng_rs *rs, eng_rid rid)
-{
-    bt_engine *e = BT_ENG(rs);
-    bt_buf val = {0};
-    md_error err;
-    bt_latch_shared(e);
-    int rc = bt_lookup(e, bt_txn_mine(e), BT_TREE(rs), NULL, 0, rid, &val, &err);
-    bt_unlatch(e);
-    bt_buf_free(&val);
-    return rc != MD_NOTFOUND;
-}
-
 void bt_capped_validate(bt_tree *t, eng_validate *v)
 {
     bt_engine *e = t->eng;

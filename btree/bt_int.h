@@ -667,8 +667,6 @@ int bt_capped_insert(eng_rs *rs, eng_txn *t, const uint8_t *data, uint32_t len, 
  * and keep the transaction's count and size deltas. */
 int bt_capped_changing(eng_rs *rs, eng_txn *t, eng_rid rid, int64_t new_len, md_error *err);
 void bt_capped_truncated(bt_tree *t, eng_txn *tx);
-/* Is rid still there for the calling thread (a tailing cursor's last)? */
-bool bt_capped_present(eng_rs *rs, eng_rid rid);
 void bt_capped_validate(bt_tree *t, eng_validate *v);
 
 /* bt_compact.c */

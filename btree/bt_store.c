@@ -19,8 +19,8 @@
  * A cursor keeps its current entry and finds the next one after it at
  * every step, merging the base with the overlay (a tombstone hides a base
  * entry); save and restore therefore have nothing to do but re-read
- * (capped stores: restore checks that the last record is still there,
- * bt_capped.c).
+ * (capped stores: restore and next check that the last record is still
+ * there).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -369,6 +369,19 @@ int bt_rs_cursor_open(eng_rs *rs, bool forward, eng_rs_cursor **out)
 }
 
 /* The record after the last one returned (which may be gone). */
+/* Capped, forward: is the last record returned still there for the
+ * calling thread?  0 if so, MD_ECAPPEDLOST (and lost from now on) if the
+ * ring has passed it.  Under the latch. */
+static int capped_still_there(bt_rs_cursor *c, md_error *err)
+{
+    bt_engine *e = BT_ENG(c->hdr.rs);
+    int rc = bt_lookup(e, bt_txn_mine(e), BT_TREE(c->hdr.rs), NULL, 0, c->cur.rid, &c->probe,
+                       err);
+    if (rc == MD_NOTFOUND)
+        c->lost = true, rc = MD_ECAPPEDLOST;
+    return rc;
+}
+
 int bt_rs_cursor_next(eng_rs_cursor *ch, eng_rid *rid, const uint8_t **data, uint32_t *len)
 {
     bt_rs_cursor *c = (bt_rs_cursor *)ch;
@@ -382,12 +395,8 @@ int bt_rs_cursor_next(eng_rs_cursor *ch, eng_rid *rid, const uint8_t **data, uin
     /* Capped, tailing: readers need no lock on btree, so the ring may have
      * passed the last record since restore.  Under the latch no commit
      * happens, so if it is still there every newer record is too. */
-    if (c->forward && c->cur.have && bt_capped_is(BT_TREE(ch->rs))) {
-        rc = bt_lookup(e, bt_txn_mine(e), BT_TREE(ch->rs), NULL, 0, c->cur.rid, &c->probe,
-                       &err);
-        if (rc == MD_NOTFOUND)
-            c->lost = true, rc = MD_ECAPPEDLOST;
-    }
+    if (c->forward && c->cur.have && bt_capped_is(BT_TREE(ch->rs)))
+        rc = capped_still_there(c, &err);
     if (rc == 0)
         rc = bt_cur_find(e, bt_txn_mine(e), BT_TREE(ch->rs), &c->cur, NULL, 0, c->cur.rid,
                          c->forward, false, !c->cur.have, &err);
@@ -410,9 +419,13 @@ void bt_rs_cursor_save(eng_rs_cursor *ch)
 int bt_rs_cursor_restore(eng_rs_cursor *ch)
 {
     bt_rs_cursor *c = (bt_rs_cursor *)ch;
-    if (!c->lost && c->forward && c->cur.have && bt_capped_is(BT_TREE(ch->rs)) &&
-        !bt_capped_present(ch->rs, c->cur.rid))
-        c->lost = true;
+    md_error err;
+    if (!c->lost && c->forward && c->cur.have && bt_capped_is(BT_TREE(ch->rs))) {
+        bt_engine *e = BT_ENG(ch->rs);
+        bt_latch_shared(e);
+        (void)capped_still_there(c, &err); /* another error: next reports it */
+        bt_unlatch(e);
+    }
     return c->lost ? MD_ECAPPEDLOST : 0;
 }
 
