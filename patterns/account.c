@@ -320,19 +320,15 @@ static int ac_drive_pending(md_db *db, const ac_txn *t, const pt_account_opts *o
 
 int pt_account_create_indexes(md_db *db, md_error *err)
 {
-    md_collection *acc = md_db_get_collection(db, AC_ACCOUNTS);
-    md_collection *txn = md_db_get_collection(db, AC_TXNS);
     bson_t *k1 = BCON_NEW("name", BCON_INT32(1));
     bson_t *o1 = BCON_NEW("unique", BCON_BOOL(true));
     bson_t *k2 = BCON_NEW("state", BCON_INT32(1));
-    int rc = md_collection_create_index(acc, k1, o1, NULL, err);
+    int rc = pt_ensure_index(db, AC_ACCOUNTS, k1, o1, err);
     if (rc == 0)
-        rc = md_collection_create_index(txn, k2, NULL, NULL, err);
+        rc = pt_ensure_index(db, AC_TXNS, k2, NULL, err);
     bson_destroy(k1);
     bson_destroy(o1);
     bson_destroy(k2);
-    md_collection_destroy(acc);
-    md_collection_destroy(txn);
     return rc;
 }
 

@@ -42,11 +42,9 @@
 
 int pt_i18n_create_indexes(md_db *db, md_error *err)
 {
-    md_collection *c = md_db_get_collection(db, PT_I18N_PRODUCTS);
     bson_t *keys = BCON_NEW("categories._id", BCON_INT32(1));
-    int rc = md_collection_create_index(c, keys, NULL, NULL, err);
+    int rc = pt_ensure_index(db, PT_I18N_PRODUCTS, keys, NULL, err);
     bson_destroy(keys);
-    md_collection_destroy(c);
     return rc;
 }
 

@@ -160,17 +160,13 @@ static bool th_crash(const pt_theater_opts *o, int *writes)
 
 int pt_theater_create_indexes(md_db *db, md_error *err)
 {
-    md_collection *carts = md_db_get_collection(db, TH_CARTS);
-    md_collection *sessions = md_db_get_collection(db, TH_SESSIONS);
     bson_t *k1 = BCON_NEW("state", BCON_INT32(1));
     bson_t *k2 = BCON_NEW("reservations._id", BCON_INT32(1));
-    int rc = md_collection_create_index(carts, k1, NULL, NULL, err);
+    int rc = pt_ensure_index(db, TH_CARTS, k1, NULL, err);
     if (rc == 0)
-        rc = md_collection_create_index(sessions, k2, NULL, NULL, err);
+        rc = pt_ensure_index(db, TH_SESSIONS, k2, NULL, err);
     bson_destroy(k1);
     bson_destroy(k2);
-    md_collection_destroy(carts);
-    md_collection_destroy(sessions);
     return rc;
 }
 

@@ -31,11 +31,9 @@
 
 int pt_ts_create_indexes(md_db *db, md_error *err)
 {
-    md_collection *c = md_db_get_collection(db, TS_COLL);
     bson_t *keys = BCON_NEW("page", BCON_INT32(1), "timestamp", BCON_INT32(1));
-    int rc = md_collection_create_index(c, keys, NULL, NULL, err);
+    int rc = pt_ensure_index(db, TS_COLL, keys, NULL, err);
     bson_destroy(keys);
-    md_collection_destroy(c);
     return rc;
 }
 
