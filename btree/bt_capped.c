@@ -155,11 +155,9 @@ int bt_capped_insert(eng_rs *rs, eng_txn *tx, const uint8_t *data, uint32_t len,
     delta(t, x, 0, 0);
     int64_t count = t->count + t->cap_dcount, bytes = t->data_size + t->cap_dbytes;
     bt_unlatch(e);
-    if ((int64_t)len > size)
-        return md_error_set(err, MD_ETOOBIG, MD_CODE_BAD_VALUE,
-                            "object to insert exceeds cappedMaxSize (%u > %lld)", len,
-                            (long long)size);
-    while (count > 0 && (bytes + (int64_t)len > size || (max > 0 && count >= max))) {
+    if ((rc = eng_capped_check_len(size, len, err)) != 0)
+        return rc;
+    while (eng_capped_full(size, max, count, bytes, len)) {
         bt_latch_shared(e);
         rc = bt_cur_find(e, x, t, &c, NULL, 0, after, true, false, after == ENG_RID_NONE, err);
         bt_unlatch(e);

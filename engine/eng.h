@@ -418,6 +418,11 @@ void eng_rs_set_capped_hook(eng_rs *rs, eng_capped_delete_fn fn, void *ctx);
 int eng_rs_capped_deleting(eng_rs *rs, eng_txn *t, eng_rid rid, const uint8_t *data,
                            uint32_t len, md_error *err);
 int eng_capped_cannot_grow(md_error *err);
+/* For engines whose ring counts document bytes (ephemeralForTest, btree):
+ * MD_ETOOBIG when a len-byte record can never fit in size bytes; whether a
+ * ring holding count records of bytes must remove its oldest first. */
+int eng_capped_check_len(int64_t size, uint32_t len, md_error *err);
+bool eng_capped_full(int64_t size, int64_t max, int64_t count, int64_t bytes, uint32_t len);
 
 int eng_rs_cursor_open(eng_rs *rs, bool forward, eng_rs_cursor **out);
 int eng_rs_cursor_next(eng_rs_cursor *c, eng_rid *rid, const uint8_t **data, uint32_t *len);

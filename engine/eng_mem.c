@@ -626,15 +626,12 @@ static int capped_make_room(eng_rs *rs, eng_txn *t, uint32_t len, md_error *err)
 {
     mem_obj *o = OBJ(rs);
     const eng_rs_options *op = &o->opts;
-    if ((int64_t)len > op->capped_size)
-        return md_error_set(err, MD_ETOOBIG, MD_CODE_BAD_VALUE,
-                            "object to insert exceeds cappedMaxSize (%u > %lld)", len,
-                            (long long)op->capped_size);
-    while (o->n > 0 && (o->bytes + (int64_t)len > op->capped_size ||
-                        (op->capped_max > 0 && (int64_t)o->n >= op->capped_max))) {
+    int rc = eng_capped_check_len(op->capped_size, len, err);
+    if (rc)
+        return rc;
+    while (eng_capped_full(op->capped_size, op->capped_max, (int64_t)o->n, o->bytes, len)) {
         mem_rec *r = &o->v[0];
-        int rc = eng_rs_capped_deleting(rs, t, r->rid, r->data, r->len, err);
-        if (rc)
+        if ((rc = eng_rs_capped_deleting(rs, t, r->rid, r->data, r->len, err)) != 0)
             return rc;
         if (obj_remove(ENG_OF(rs), o, 0))
             return no_mem(err);

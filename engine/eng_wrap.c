@@ -195,6 +195,20 @@ int eng_capped_cannot_grow(md_error *err)
     return md_error_set(err, MD_ENOTSUP, 10003, "objects in a capped ns cannot grow");
 }
 
+int eng_capped_check_len(int64_t size, uint32_t len, md_error *err)
+{
+    if ((int64_t)len <= size)
+        return 0;
+    return md_error_set(err, MD_ETOOBIG, MD_CODE_BAD_VALUE,
+                        "object to insert exceeds cappedMaxSize (%u > %lld)", len,
+                        (long long)size);
+}
+
+bool eng_capped_full(int64_t size, int64_t max, int64_t count, int64_t bytes, uint32_t len)
+{
+    return count > 0 && (bytes + (int64_t)len > size || (max > 0 && count >= max));
+}
+
 int eng_rs_cursor_open(eng_rs *rs, bool forward, eng_rs_cursor **out)
 {
     *out = NULL;
