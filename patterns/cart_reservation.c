@@ -112,6 +112,26 @@ int pt_cart_res_add(md_db *db, const bson_oid_t *cart, const pt_cart_item *item,
     return rc;
 }
 
+/* The quantity of `product` in the cart the filter q finds (an active
+ * cart holding that product), 0 if absent; MD_NOTFOUND if q finds none. */
+static int res_line_quantity(md_db *db, const bson_t *q, int64_t product, int32_t *quantity,
+                             md_error *err)
+{
+    bson_t doc;
+    pt_cart_line *lines = NULL;
+    int nl = 0;
+    int rc = pt_find_one(db, CART_CARTS, q, NULL, &doc, err);
+    if (rc == 0)
+        rc = pt_cart_lines(&doc, &lines, &nl, err);
+    bson_destroy(&doc);
+    *quantity = 0;
+    for (int i = 0; i < nl; i++)
+        if (lines[i].product == product)
+            *quantity = lines[i].quantity;
+    bson_free(lines);
+    return rc;
+}
+
 /*
  * Ex 4-6.  Ex 4 reads the cart by {_id, "products._id", state} (the book:
  * `db.findOne` and `status`, errata).  Ex 5 is written against
@@ -129,20 +149,10 @@ int pt_cart_res_update(md_db *db, const bson_oid_t *cart, int64_t product, int32
     if (quantity <= 0)
         return md_error_set(err, MD_EINVAL, MD_CODE_BAD_VALUE,
                             "quantity must be positive (remove the product instead)");
-    bson_t doc;
     bson_t *q = BCON_NEW("_id", BCON_OID(cart), "products._id", BCON_INT64(product), "state",
                          BCON_UTF8("active"));
-    int rc = pt_find_one(db, CART_CARTS, q, NULL, &doc, err);
-    pt_cart_line *lines = NULL;
-    int nl = 0;
-    int32_t old = 0;
-    if (rc == 0)
-        rc = pt_cart_lines(&doc, &lines, &nl, err);
-    bson_destroy(&doc);
-    for (int i = 0; i < nl; i++)
-        if (lines[i].product == product)
-            old = lines[i].quantity;
-    bson_free(lines);
+    int32_t old;
+    int rc = res_line_quantity(db, q, product, &old, err);
     if (rc != 0) {
         bson_destroy(q);
         if (rc == MD_NOTFOUND)
@@ -205,20 +215,10 @@ int pt_cart_res_remove(md_db *db, const bson_oid_t *cart, int64_t product, const
 {
     pt_cart_steps s;
     pt_cart_steps_init(&s, o);
-    bson_t doc;
     bson_t *q = BCON_NEW("_id", BCON_OID(cart), "products._id", BCON_INT64(product), "state",
                          BCON_UTF8("active"));
-    int rc = pt_find_one(db, CART_CARTS, q, NULL, &doc, err);
-    pt_cart_line *lines = NULL;
-    int nl = 0;
-    int32_t quantity = 0;
-    if (rc == 0)
-        rc = pt_cart_lines(&doc, &lines, &nl, err);
-    bson_destroy(&doc);
-    for (int i = 0; i < nl; i++)
-        if (lines[i].product == product)
-            quantity = lines[i].quantity;
-    bson_free(lines);
+    int32_t quantity;
+    int rc = res_line_quantity(db, q, product, &quantity, err);
     if (rc == 0)
         rc = pt_cart_release(db, product, cart, quantity, &s, NULL, err);
     if (rc == 0) {
