@@ -3,7 +3,9 @@
 #   make            build the library, the CLI and the tests (asserts on)
 #   make demo       build and run the scripted demo (tools/demo.sh)
 #   make test       install missing Debian packages, build, run every test
-#                   (the CLI checks, build/test_faults, build/test_minidoc)
+#                   (the CLI checks, a staged make install and the README's
+#                   example built against it, build/test_faults,
+#                   build/test_minidoc)
 #   make check      alias of test
 #   make crash      the long crash-recovery run (tests/crash)
 #   make test-tsan  the threaded stress programs (tests/*/tsan_*.c) under
@@ -11,6 +13,10 @@
 #   make bench      build the benchmark programs (build/bench/*)
 #   make patterns   the book-scale scenario run (build/patterns), which
 #                   regenerates docs/patterns.md
+#   make install    libminidoc.a, libminidoc.so (soname libminidoc.so.0),
+#                   minidoc.h, the minidoc program and minidoc.pc under
+#                   $(DESTDIR)$(PREFIX) (PREFIX=/usr/local by default)
+#   make uninstall  removes what make install put there
 #   make clean
 #
 # Build modes:
@@ -24,7 +30,16 @@ MODE      ?= default
 SANITIZER ?=
 BUILD     ?= build
 
-PKGS      := libbson-1.0 libzstd snappy lmdb libpcre2-8
+PREFIX    ?= /usr/local
+DESTDIR   ?=
+BINDIR    ?= $(PREFIX)/bin
+LIBDIR    ?= $(PREFIX)/lib
+INCLUDEDIR?= $(PREFIX)/include
+PCDIR     ?= $(LIBDIR)/pkgconfig
+
+# lmdb is only for bench/peers (below): a machine without liblmdb-dev must
+# still get libbson's include path from this line.
+PKGS      := libbson-1.0 libzstd snappy libpcre2-8
 CPPFLAGS  += -D_GNU_SOURCE -Iinclude -Iengine -Immapv1 -Ibtree -Iquery -Ipatterns
 CPPFLAGS  += $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 CFLAGS    += -std=c11 -Wall -Wextra -Wshadow -Wno-unused-parameter -g -pthread
@@ -74,7 +89,17 @@ FAULT_BIN   := $(BUILD)/test_faults
 FAULT_WRAPS := pwrite write fsync fdatasync msync ftruncate posix_fallocate open close rename unlink mmap munmap mremap
 FAULT_LDFLAGS := $(foreach f,$(FAULT_WRAPS),-Wl,--wrap=$(f))
 
-.PHONY: all deps demo test check bench crash test-tsan clean patterns
+# The shared library: the same sources compiled -fPIC into $(BUILD)/pic/,
+# linked with a soname and exporting only the public md_* symbols
+# (tools/libminidoc.map).  minidoc.pc and minidoc-static.pc come from
+# minidoc.pc.in with the install prefix filled in.
+SO_MAJOR  := 0
+SO_VER    := 0.1.0
+SHLIB     := $(BUILD)/libminidoc.so.$(SO_VER)
+PIC_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/pic/%.o)
+PC_FILES  := $(BUILD)/minidoc.pc $(BUILD)/minidoc-static.pc
+
+.PHONY: all deps demo test check bench crash test-tsan clean patterns install uninstall shared
 
 all: $(LIB) $(CLI) $(TEST_BIN) $(FAULT_BIN) $(if $(PAT_MAIN),$(PATTERNS))
 
@@ -92,6 +117,48 @@ $(BUILD)/pat/%.o: patterns/%.c
 $(LIB): $(LIB_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
+
+$(BUILD)/pic/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -fPIC -MMD -MP -c $< -o $@
+
+$(SHLIB): $(PIC_OBJS) tools/libminidoc.map
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,libminidoc.so.$(SO_MAJOR) \
+	    -Wl,--version-script=tools/libminidoc.map -o $@ $(PIC_OBJS) $(LDLIBS)
+
+shared: $(SHLIB)
+
+# minidoc.pc: libbson is a public dependency (minidoc.h hands out bson_t and
+# callers use libbson themselves); zstd, snappy and pcre2 are private.
+# Rewritten on every make install, since PREFIX may differ from last time.
+.PHONY: $(PC_FILES)
+$(BUILD)/minidoc.pc $(BUILD)/minidoc-static.pc: minidoc.pc.in
+	@mkdir -p $(dir $@)
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
+	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(SO_VER)|g' \
+	    -e '/^#/d' minidoc.pc.in > $@.tmp
+	if [ $(notdir $@) = minidoc-static.pc ]; then \
+	    sed -i -e 's|^Name: minidoc|Name: minidoc-static|' \
+	        -e 's|^Libs: .*|Libs: $${libdir}/libminidoc.a -pthread -lm|' \
+	        -e 's|^Requires: .*|Requires: libbson-1.0 libzstd snappy libpcre2-8|' \
+	        -e '/^Requires.private:/d' -e '/^Libs.private:/d' $@.tmp; fi
+	mv $@.tmp $@
+
+install: $(LIB) $(SHLIB) $(CLI) $(PC_FILES)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PCDIR)
+	install -m 644 $(LIB) $(DESTDIR)$(LIBDIR)/libminidoc.a
+	install -m 755 $(SHLIB) $(DESTDIR)$(LIBDIR)/libminidoc.so.$(SO_VER)
+	ln -sf libminidoc.so.$(SO_VER) $(DESTDIR)$(LIBDIR)/libminidoc.so.$(SO_MAJOR)
+	ln -sf libminidoc.so.$(SO_MAJOR) $(DESTDIR)$(LIBDIR)/libminidoc.so
+	install -m 644 include/minidoc.h $(DESTDIR)$(INCLUDEDIR)/minidoc.h
+	install -m 755 $(CLI) $(DESTDIR)$(BINDIR)/minidoc
+	install -m 644 $(PC_FILES) $(DESTDIR)$(PCDIR)/
+
+uninstall:
+	rm -f $(DESTDIR)$(LIBDIR)/libminidoc.a $(DESTDIR)$(LIBDIR)/libminidoc.so \
+	    $(DESTDIR)$(LIBDIR)/libminidoc.so.$(SO_MAJOR) $(DESTDIR)$(LIBDIR)/libminidoc.so.$(SO_VER) \
+	    $(DESTDIR)$(INCLUDEDIR)/minidoc.h $(DESTDIR)$(BINDIR)/minidoc \
+	    $(DESTDIR)$(PCDIR)/minidoc.pc $(DESTDIR)$(PCDIR)/minidoc-static.pc
 
 $(CLI): $(BUILD)/tools/minidoc.o $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
@@ -111,6 +178,8 @@ demo: deps
 test: deps
 	@$(MAKE) --no-print-directory all
 	MINIDOC=$(CLI) tests/tools/test_cli.sh
+	MAKE="$(MAKE)" BUILD=$(BUILD) SANFLAGS="$(if $(SANITIZER),-fsanitize=$(SANITIZER))" \
+	    tests/install/test_install.sh
 	$(FAULT_BIN) -j2 --short-filename
 	$(TEST_BIN) -j2 --short-filename
 	$(if $(PAT_MAIN),$(PATTERNS) --quick --out $(BUILD)/patterns-out)
@@ -165,4 +234,4 @@ test-tsan: deps
 clean:
 	rm -rf build build-*
 
--include $(LIB_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(PAT_OBJS:.o=.d) $(PAT_MAIN_OBJS:.o=.d) $(FAULT_OBJS:.o=.d) $(BUILD)/tools/minidoc.d
+-include $(LIB_OBJS:.o=.d) $(PIC_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(PAT_OBJS:.o=.d) $(PAT_MAIN_OBJS:.o=.d) $(FAULT_OBJS:.o=.d) $(BUILD)/tools/minidoc.d
