@@ -65,6 +65,8 @@ LIB_SRCS  := $(wildcard engine/*.c mmapv1/*.c btree/*.c query/*.c)
 LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 LIB       := $(BUILD)/libminidoc.a
 CLI       := $(BUILD)/minidoc
+# tools/ code the CLI and the tests share (json_out.c: the CLI's JSON writer)
+TOOL_OBJS := $(BUILD)/tools/json_out.o
 TEST_SRCS := $(wildcard tests/*/test_*.c)
 TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/%.o)
 TEST_BIN  := $(BUILD)/test_minidoc
@@ -160,10 +162,10 @@ uninstall:
 	    $(DESTDIR)$(INCLUDEDIR)/minidoc.h $(DESTDIR)$(BINDIR)/minidoc \
 	    $(DESTDIR)$(PCDIR)/minidoc.pc $(DESTDIR)$(PCDIR)/minidoc-static.pc
 
-$(CLI): $(BUILD)/tools/minidoc.o $(LIB)
+$(CLI): $(BUILD)/tools/minidoc.o $(TOOL_OBJS) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(TEST_BIN): $(TEST_OBJS) $(PAT_OBJS) $(LIB)
+$(TEST_BIN): $(TEST_OBJS) $(TOOL_OBJS) $(PAT_OBJS) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcriterion
 
 # (An older layout kept the pattern objects in a directory of this name.)
@@ -234,4 +236,4 @@ test-tsan: deps
 clean:
 	rm -rf build build-*
 
--include $(LIB_OBJS:.o=.d) $(PIC_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(PAT_OBJS:.o=.d) $(PAT_MAIN_OBJS:.o=.d) $(FAULT_OBJS:.o=.d) $(BUILD)/tools/minidoc.d
+-include $(LIB_OBJS:.o=.d) $(PIC_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(PAT_OBJS:.o=.d) $(PAT_MAIN_OBJS:.o=.d) $(FAULT_OBJS:.o=.d) $(BUILD)/tools/minidoc.d $(TOOL_OBJS:.o=.d)

@@ -6,16 +6,18 @@
  *   minidoc ... eval '<command>'             one command; exit 1 if ok: 0
  *
  * Commands are extended JSON; replies are relaxed extended JSON, one per
- * line.  Blank lines and lines starting with '#' are skipped; a line that
+ * line, with doubles in the shortest text that reads back to the same
+ * double (json_out.c: 2.3, not libbson's 2.2999999999999998224).  Blank lines and lines starting with '#' are skipped; a line that
  * does not parse gets an error reply (FailedToParse) and the session goes
  * on.  Usage errors exit 2, a database that cannot be opened exits 1.
  * This is the scripting and testing surface of minidoc: keep it stable.
- * It uses only include/minidoc.h and libbson.
+ * It uses only include/minidoc.h, libbson and json_out.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_out.h"
 #include "minidoc.h"
 
 typedef struct cli {
@@ -129,7 +131,7 @@ static int run_line(md_db *db, const char *line)
 {
     bson_t reply;
     int rc = md_db_command_json(db, line, &reply, NULL);
-    char *json = bson_as_relaxed_extended_json(&reply, NULL);
+    char *json = json_out_relaxed(&reply, NULL);
     printf("%s\n", json ? json : "{ \"ok\" : 0.0, \"errmsg\" : \"reply not printable\" }");
     fflush(stdout);
     bson_free(json);

@@ -8,7 +8,8 @@
 # eval exits 1 on ok: 0.  Also: btree is the default engine, a directory
 # keeps the engine that made it (code 28662 for another), and btree's block
 # compressor is set per collection with create's storageEngine.btree
-# configString or for the database with the open options.
+# configString or for the database with the open options.  Doubles print
+# as the shortest text that reads back to them (2.3).
 #
 # Usage: MINIDOC=build/minidoc tests/tools/test_cli.sh
 # Prints one line per failure and a final "N passed, M failed".
@@ -140,6 +141,18 @@ out=$("$MINIDOC" --dbpath "$DIR/z2" --opts '{"btree": {"blockCompressor": "zstd"
 EOF
 )
 expect "database-wide default compressor" "$(line "$out" 2)" '"compressor" : "zstd"'
+
+# ---- doubles: the shortest text that reads back (json_out.c) --------------------------
+out=$("$MINIDOC" --dbpath "$DIR/dbl" --engine ephemeralForTest run <<'EOF'
+{"insert": "c", "documents": [{"_id": 1, "x": 2.3, "y": [0.1, 1e300, 5e-324, -0.0, 100000.0, {"$numberDouble": "-Infinity"}]}]}
+{"find": "c"}
+{"insert": "c", "documents": [{"_id": 2, "z": 0.30000000000000004}]}
+{"find": "c", "filter": {"z": 0.30000000000000004}, "projection": {"_id": 0}}
+EOF
+)
+expect "shortest doubles" "$(line "$out" 2)" '{ "_id" : 1, "x" : 2.3, "y" : [ 0.1, 1e+300, 5e-324, -0.0, 100000.0, { "$numberDouble" : "-Infinity" } ] }'
+expect "ok stays 1.0" "$(line "$out" 2)" '"ok" : 1.0'
+expect "17 digits when they are needed" "$(line "$out" 4)" '"firstBatch" : [ { "z" : 0.30000000000000004 } ]'
 
 # ---- eval -------------------------------------------------------------------------
 out=$("$MINIDOC" --dbpath "$DIR/mmapv1" --opts "$OPTS" eval '{"drop": "nope"}')
