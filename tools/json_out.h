@@ -15,9 +15,8 @@
  *   inf, NaN    libbson's (and MongoDB's canonical) spelling:
  *               { "$numberDouble" : "Infinity" }, "-Infinity", "NaN"
  *
- * Where the text has an exponent it is C's spelling (1e+21) where
- * MongoDB's Go tools write 1E+21 (and they switch to an exponent from 1e21,
- * not 1e20); both read back to the same double.
+ * An exponent is C's spelling (1e+21); MongoDB's Go tools may spell and
+ * place it differently (1E+21), which reads back to the same double.
  */
 #ifndef JSON_OUT_H
 #define JSON_OUT_H
