@@ -10,7 +10,9 @@
 #   make crash      the long crash-recovery run (tests/crash)
 #   make test-tsan  the threaded stress programs (tests/*/tsan_*.c) under
 #                   ThreadSanitizer
-#   make bench      build the benchmark programs (build/bench/*)
+#   make bench      build the benchmark programs (build/bench/*); the only
+#                   target that needs liblmdb-dev, libwiredtiger-dev and
+#                   gnuplot-nox (make patterns wants gnuplot-nox for plots)
 #   make patterns   the book-scale scenario run (build/patterns), which
 #                   regenerates docs/patterns.md
 #   make install    libminidoc.a, libminidoc.so (soname libminidoc.so.0),
@@ -105,8 +107,10 @@ PC_FILES  := $(BUILD)/minidoc.pc $(BUILD)/minidoc-static.pc
 
 all: $(LIB) $(CLI) $(TEST_BIN) $(FAULT_BIN) $(if $(PAT_MAIN),$(PATTERNS))
 
+# The Debian packages (tools/deps.sh): the library's set for everything but
+# the benchmarks, which check for their extras themselves.
 deps:
-	@tools/deps.sh
+	@tools/deps.sh lib
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -180,6 +184,7 @@ demo: deps
 test: deps
 	@$(MAKE) --no-print-directory all
 	MINIDOC=$(CLI) tests/tools/test_cli.sh
+	BUILD=$(BUILD) tests/tools/test_deps.sh
 	MAKE="$(MAKE)" BUILD=$(BUILD) SANFLAGS="$(if $(SANITIZER),-fsanitize=$(SANITIZER))" \
 	    tests/install/test_install.sh
 	$(FAULT_BIN) -j2 --short-filename
@@ -190,7 +195,8 @@ check: test
 
 # The book-scale scenario run: every registered pattern on mmapv1 and btree
 # (docs/patterns.md, docs/patterns.csv, docs/patterns/*.png), timed.
-patterns: deps
+patterns:
+	@tools/deps.sh lib plots
 	@$(MAKE) --no-print-directory $(PATTERNS)
 	@start=$$(date +%s); $(PATTERNS) --out docs; rc=$$?; \
 	    echo "make patterns: $$(( $$(date +%s) - start )) s"; exit $$rc
@@ -207,7 +213,8 @@ crash: deps
 	MINIDOC_POWERLOSS_ROUNDS_NOJOURNAL=$${MINIDOC_POWERLOSS_ROUNDS_NOJOURNAL:-100} \
 	MINIDOC_CORRUPT_ROUNDS=$${MINIDOC_CORRUPT_ROUNDS:-3000} $(BUILD)/test_faults -j2 --short-filename
 
-bench: deps
+bench:
+	@tools/deps.sh lib bench
 	@$(MAKE) --no-print-directory $(BENCH_BINS)
 
 $(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIB)

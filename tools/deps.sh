@@ -1,13 +1,44 @@
 #!/bin/sh
-# deps.sh -- make sure the Debian packages minidoc builds with are installed.
-# As root it installs what is missing with apt-get; otherwise it prints the
-# exact apt-get line to run and fails.  libwiredtiger-dev and gnuplot-nox
-# are for the benchmarks (bench/peers runs the real WiredTiger; bench/mms
-# draws its plots with gnuplot).
+# deps.sh [SET...] -- make sure the Debian packages a make target needs are
+# installed.  Sets (default: lib):
+#
+#   lib     the library, the CLI, the demo and the tests: what `make`,
+#           `make demo`, `make test`, `make install` and `make crash` need
+#   bench   the benchmarks' extras: liblmdb-dev and libwiredtiger-dev
+#           (bench/peers runs the real LMDB and WiredTiger) and gnuplot-nox
+#           (bench/mms draws its plots)
+#   plots   gnuplot-nox, for `make patterns`' docs/patterns/*.png
+#
+# When everything is there it does nothing and exits 0, whoever runs it.
+# Otherwise, as root, it installs what is missing with apt-get; as anyone
+# else it prints the exact apt-get line to run and fails (it never calls
+# sudo).  On a system without dpkg it cannot check and says so.
 set -e
-PKGS="build-essential pkg-config libbson-dev libzstd-dev libsnappy-dev liblmdb-dev libcriterion-dev libpcre2-dev libwiredtiger-dev gnuplot-nox"
+LIB_PKGS="build-essential pkg-config libbson-dev libzstd-dev libsnappy-dev libpcre2-dev libcriterion-dev"
+BENCH_PKGS="liblmdb-dev libwiredtiger-dev gnuplot-nox"
+PLOT_PKGS="gnuplot-nox"
+
+[ $# -gt 0 ] || set -- lib
+want=""
+for set in "$@"; do
+    case "$set" in
+    lib) want="$want $LIB_PKGS" ;;
+    bench) want="$want $BENCH_PKGS" ;;
+    plots) want="$want $PLOT_PKGS" ;;
+    *)
+        echo "deps: unknown package set '$set' (lib, bench or plots)" >&2
+        exit 2
+        ;;
+    esac
+done
+
+if ! command -v dpkg-query >/dev/null 2>&1; then
+    echo "deps: no dpkg-query, cannot check packages; make sure these are installed:$want" >&2
+    exit 0
+fi
 missing=""
-for p in $PKGS; do
+for p in $want; do
+    case " $missing " in *" $p "*) continue ;; esac
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
 [ -z "$missing" ] && exit 0
