@@ -274,6 +274,8 @@ struct eng_ops {
     int64_t (*ss_size)(eng_ss *ss);    /* bytes on disk, for totalIndexSize */
     int64_t (*ss_entries)(eng_ss *ss); /* number of (key, rid) pairs */
     int (*ss_validate)(eng_ss *ss, eng_validate *v);
+    /* Optional point lookup (see eng_ss_find); NULL: a cursor does it. */
+    int (*ss_find)(eng_ss *ss, const uint8_t *key, uint32_t klen, eng_rid *rid);
 
     int (*ss_cursor_open)(eng_ss *ss, eng_ss_cursor **out);
     int (*ss_cursor_seek)(eng_ss_cursor *c, const uint8_t *key, uint32_t klen, eng_rid rid);
@@ -360,6 +362,10 @@ const eng_ops *eng_detect(const char *dir);
  *                    exists, return MD_EDUPKEY with *dup_rid set.  Inserting
  *                    an existing (key, rid) pair is a no-op returning 0.
  * eng_ss_remove      MD_NOTFOUND if the pair is absent.
+ * eng_ss_find        the rid of the first entry whose key bytes equal key
+ *                    (a unique index's one entry), MD_NOTFOUND if none: the
+ *                    point lookup of an _id query (IDHACK), read like a
+ *                    cursor (the thread's transaction, or the latest state).
  * ss cursors         seek positions at the first entry >= (key, rid); use
  *                    rid 0 for "first entry with this key or after", and
  *                    klen 0 for the first entry of all.  next / prev / seek
@@ -441,6 +447,7 @@ int eng_ss_truncate(eng_ss *ss, eng_txn *t);
 int64_t eng_ss_size(eng_ss *ss);
 int64_t eng_ss_entries(eng_ss *ss);
 int eng_ss_validate(eng_ss *ss, eng_validate *v);
+int eng_ss_find(eng_ss *ss, const uint8_t *key, uint32_t klen, eng_rid *rid);
 
 int eng_ss_cursor_open(eng_ss *ss, eng_ss_cursor **out);
 int eng_ss_cursor_seek(eng_ss_cursor *c, const uint8_t *key, uint32_t klen, eng_rid rid);

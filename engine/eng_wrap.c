@@ -298,6 +298,26 @@ int eng_ss_cursor_open(eng_ss *ss, eng_ss_cursor **out)
     return OPS(ss)->ss_cursor_open(ss, out);
 }
 
+int eng_ss_find(eng_ss *ss, const uint8_t *key, uint32_t klen, eng_rid *rid)
+{
+    eng_ss_cursor *c;
+    const uint8_t *k;
+    uint32_t kl;
+    assert(ss && key && rid);
+    if (OPS(ss)->ss_find)
+        return OPS(ss)->ss_find(ss, key, klen, rid);
+    int rc = OPS(ss)->ss_cursor_open(ss, &c);
+    if (rc)
+        return rc;
+    rc = OPS(ss)->ss_cursor_seek(c, key, klen, ENG_RID_NONE);
+    if (rc == 0)
+        rc = OPS(ss)->ss_cursor_get(c, &k, &kl, rid);
+    if (rc == 0 && (kl != klen || memcmp(k, key, klen) != 0))
+        rc = MD_NOTFOUND;
+    OPS(ss)->ss_cursor_close(c);
+    return rc;
+}
+
 int eng_ss_cursor_seek(eng_ss_cursor *c, const uint8_t *key, uint32_t klen, eng_rid rid)
 {
     return OPS(c->ss)->ss_cursor_seek(c, key, klen, rid);

@@ -45,8 +45,12 @@
 typedef struct q_buf {
     uint8_t *data;
     size_t len, cap;
+    uint8_t *fixed; /* caller's storage (q_buf_init_fixed), never freed */
 } q_buf;
 void q_buf_init(q_buf *b);
+/* Start in `storage` (cap bytes, e.g. on the stack); the buffer moves to
+ * the heap only if it outgrows it.  q_buf_cleanup() as usual. */
+void q_buf_init_fixed(q_buf *b, uint8_t *storage, size_t cap);
 void q_buf_cleanup(q_buf *b);
 void q_buf_append(q_buf *b, const void *p, size_t n);
 void q_buf_putc(q_buf *b, uint8_t c);
@@ -142,6 +146,21 @@ int q_update_apply(const q_update *u, const bson_t *doc, bool inserting, bson_t 
  */
 int q_update_apply_pos(const q_update *u, const bson_t *doc, const char *pos, bool inserting,
                        bson_t *out, bool *changed, q_damages *dmg, md_error *err);
+
+/*
+ * The in-place shortcut (q_update_fast.c): apply u to doc where its fields
+ * lie.  0: done, dmg holds the changed byte ranges (src_ofs into `src`,
+ * dst_ofs into the document) and *changed whether there are any;
+ * Q_UPDATE_NOT_INPLACE: the update must take q_update_apply_pos (nothing
+ * reported: that path gives any error).
+ */
+#define Q_UPDATE_NOT_INPLACE 1
+int q_update_inplace(const q_update *u, const bson_t *doc, q_buf *src, q_damages *dmg,
+                     bool *changed);
+/* Copy the damaged ranges from src into dst (a copy of the old document). */
+void q_damages_patch(const q_damages *d, const uint8_t *src, uint8_t *dst);
+/* Can u change the value at dotted `path` (or under it, or above it)? */
+bool q_update_affects(const q_update *u, const char *path);
 
 /* ---- index keys (q_key.c) ------------------------------------------------ */
 /*

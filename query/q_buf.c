@@ -22,13 +22,23 @@ void q_buf_init(q_buf *b)
     b->data = NULL;
     b->len = 0;
     b->cap = 0;
+    b->fixed = NULL;
+}
+
+void q_buf_init_fixed(q_buf *b, uint8_t *storage, size_t cap)
+{
+    assert(b && storage && cap > 0);
+    b->data = b->fixed = storage;
+    b->len = 0;
+    b->cap = cap;
 }
 
 void q_buf_cleanup(q_buf *b)
 {
     if (!b)
         return;
-    bson_free(b->data);
+    if (b->data != b->fixed)
+        bson_free(b->data);
     q_buf_init(b);
 }
 
@@ -41,7 +51,12 @@ void q_buf_reserve(q_buf *b, size_t n)
     size_t cap = b->cap ? b->cap : 64;
     while (cap < need)
         cap *= 2;
-    b->data = bson_realloc(b->data, cap);
+    if (b->data && b->data == b->fixed) {
+        b->data = bson_malloc(cap);
+        memcpy(b->data, b->fixed, b->len);
+    } else {
+        b->data = bson_realloc(b->data, cap);
+    }
     b->cap = cap;
 }
 

@@ -335,7 +335,7 @@ int q_cmd_is_master(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err)
  * create a collection, C writes that create their collection when it is
  * missing (exclusive then), X catalog changes.
  */
-enum { R = Q_MODE_IS, W = Q_MODE_IX, X = Q_MODE_X, C = Q_NMODES };
+enum { R = Q_MODE_IS, W = Q_MODE_IX, X = Q_MODE_X, C = Q_OP_CREATE };
 
 static const struct {
     const char *name;
@@ -392,13 +392,30 @@ static int find_command(const char *name)
 /* C: exclusive when the collection named by the command's first field is
  * missing.  The answer holds while the shared lock is held: only an
  * exclusive holder can create or drop a collection. */
-static int lock_mode(md_db *db, int i, bson_iter_t *first)
+
+/* Every operation, command or typed call: the database lock in the mode
+ * it needs (Q_OP_CREATE: intent-exclusive when collection `coll` exists,
+ * else exclusive, since the operation may create it), after reaping idle
+ * cursors and running the TTL monitor when it is due. */
+void q_op_enter(md_db *db, int mode, const char *coll, bool ttl)
 {
-    if (commands[i].mode != C)
-        return commands[i].mode;
-    if (BSON_ITER_HOLDS_UTF8(first) && q_coll_find(db, bson_iter_utf8(first, NULL)))
-        return W;
-    return X;
+    int shared = mode == Q_MODE_IS ? Q_MODE_IS : Q_MODE_IX;
+    q_db_lock(db, shared);
+    int64_t now = q_now_ms();
+    q_cursor_reap(db, now);
+    if (ttl)
+        q_ttl_maybe(db, now);
+    if (mode == Q_OP_CREATE)
+        mode = coll && q_coll_find(db, coll) ? Q_MODE_IX : Q_MODE_X;
+    if (mode != shared) {
+        q_db_unlock(db);
+        q_db_lock(db, mode);
+    }
+}
+
+void q_op_leave(md_db *db)
+{
+    q_db_unlock(db);
 }
 
 static int run_command(md_db *db, const bson_t *command, bson_t *reply, md_error *err)
@@ -414,18 +431,13 @@ static int run_command(md_db *db, const bson_t *command, bson_t *reply, md_error
     if (i < 0)
         return q_err(err, MD_EINVAL, MD_CODE_COMMAND_NOT_FOUND, "no such command: '%s'",
                      bson_iter_key(&it));
-    int shared = commands[i].mode == R ? R : W;
-    q_db_lock(db, shared);
-    q_cursor_reap(db, q_now_ms());
-    if (commands[i].fn != q_cmd_ttl_monitor)
-        q_ttl_maybe(db, q_now_ms());
-    int mode = lock_mode(db, i, &it);
-    if (mode != shared) {
-        q_db_unlock(db);
-        q_db_lock(db, mode);
-    }
+    int mode = commands[i].mode;
+    if (mode == C && !BSON_ITER_HOLDS_UTF8(&it))
+        mode = X;
+    q_op_enter(db, mode == C ? Q_OP_CREATE : mode,
+               mode == C ? bson_iter_utf8(&it, NULL) : NULL, commands[i].fn != q_cmd_ttl_monitor);
     int rc = commands[i].fn(db, command, reply, err);
-    q_db_unlock(db);
+    q_op_leave(db);
     if (rc && !err->message[0])
         q_err(err, rc, eng_rc_to_code(rc), "%s", md_strerror(rc));
     return rc;

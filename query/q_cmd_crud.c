@@ -370,19 +370,38 @@ static int update_existing(md_db *db, q_coll *c, const upd_stmt *s, const q_matc
     return rc;
 }
 
+/* IDHACK: the one document {_id: v} names, found inside the write. */
+static int update_by_id(md_db *db, q_coll *c, q_index *ix, const bson_iter_t *id,
+                        const q_update *u, bool durable, upd_out *o, md_error *err)
+{
+    q_target tg = {.id_index = ix, .id = *id};
+    q_update_res res;
+    q_coll_lock(db, c, true);
+    int rc = q_write_update_target(db, c, &tg, u, durable, &res, NULL, NULL, err);
+    q_coll_unlock(db, c);
+    o->n += !rc && res.matched;
+    o->modified += !rc && res.modified;
+    return rc;
+}
+
 static int update_stmt(md_db *db, const cmd_common *cc, const upd_stmt *s, upd_out *o,
                        md_error *err)
 {
     q_matcher *m = NULL;
     q_update *u = NULL;
     q_coll *c = q_coll_find(db, cc->name);
-    int rc = q_matcher_new(&s->q, &m, err);
+    q_index *idx = c ? q_idhack_index(c) : NULL;
+    bson_iter_t idv;
+    bool idhack = idx && q_idhack_query(&s->q, &idv);
+    int rc = idhack ? 0 : q_matcher_new(&s->q, &m, err);
     if (!rc)
         rc = q_update_new_af(&s->u, s->has_af ? &s->af : NULL, &u, err);
     if (!rc && s->multi && q_update_is_replacement(u))
         rc = q_err(err, MD_EINVAL, MD_CODE_FAILED_TO_PARSE,
                    "multi update only works with $ operators");
-    if (!rc && c)
+    if (!rc && idhack)
+        rc = update_by_id(db, c, idx, &idv, u, cc->durable, o, err);
+    else if (!rc && c)
         rc = update_existing(db, c, s, m, u, cc->durable, o, err);
     if (!rc && o->n == 0 && s->upsert) {
         bson_t doc;
@@ -511,12 +530,23 @@ static int delete_stmt(md_db *db, const cmd_common *cc, const bson_t *q, int64_t
     eng_rid *rids = NULL;
     size_t nr = 0;
     q_coll *c = q_coll_find(db, cc->name);
-    int rc = q_matcher_new(q, &m, err);
+    q_index *idx = c ? q_idhack_index(c) : NULL;
+    bson_iter_t id;
+    bool idhack = idx && q_idhack_query(q, &id);
+    int rc = idhack ? 0 : q_matcher_new(q, &m, err);
     if (!rc && c && c->capped)
         rc = q_capped_refuse_delete(c, err);
     if (rc || !c)
         goto out;
     q_coll_lock(db, c, true);
+    if (idhack) { /* IDHACK: the lookup inside the delete's transaction */
+        q_target tg = {.id_index = idx, .id = id};
+        bool deleted;
+        rc = q_write_delete_target(db, c, &tg, cc->durable, &deleted, NULL, err);
+        *n += !rc && deleted;
+        q_coll_unlock(db, c);
+        goto out;
+    }
     rc = q_scan_collect(db, c, q, m, limit, &rids, &nr, err);
     q_yield y = {0};
     for (size_t i = 0; !rc && i < nr; i++) {
@@ -701,6 +731,21 @@ static int fam_existing(md_db *db, q_coll *c, const fam_args *a, const q_matcher
     bson_t before = BSON_INITIALIZER, after = BSON_INITIALIZER;
     bool done = false;
     int rc = 0;
+    q_index *idx = q_idhack_index(c);
+    q_target tg = {.id_index = idx};
+    if (idx && q_idhack_query(&a->query, &tg.id)) { /* IDHACK, inside the write */
+        q_update_res res;
+        bool deleted;
+        if (a->remove)
+            rc = q_write_delete_target(db, c, &tg, a->durable, &deleted, &before, err);
+        else
+            rc = q_write_update_target(db, c, &tg, u, a->durable, &res, &before, &after, err);
+        *found = !rc && (a->remove ? deleted : res.matched);
+        if (*found)
+            fam_reply(reply, 1, a->remove ? -1 : 1, NULL,
+                      a->remove || !a->new_ ? &before : &after, proj);
+        done = true;
+    }
     while (!rc && !done) {
         eng_rid rid = ENG_RID_NONE;
         rc = fam_target(db, c, a, m, &rid, err);

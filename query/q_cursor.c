@@ -490,10 +490,66 @@ static int cursor_start(q_cursor *cur, const q_find_args *a, md_error *err)
     return 0;
 }
 
+/* Can the find take IDHACK: {_id: v} on a collection with an _id index,
+ * no hint, skip, tailable, or zero batch (which keeps a cursor open)? */
+static q_index *find_idhack(q_coll *c, const q_find_args *a, bson_iter_t *id)
+{
+    q_index *ix = c && !a->tailable && !a->hint && a->skip == 0 && a->batch_size != 0
+                      ? q_idhack_index(c)
+                      : NULL;
+    return ix && q_idhack_query(a->filter, id) ? ix : NULL;
+}
+
+int q_find_by_id(md_db *db, q_coll *c, const q_find_args *a, bool *found, bson_t *out,
+                 md_error *err)
+{
+    bson_iter_t id;
+    bson_t view;
+    eng_rid rid;
+    q_proj proj;
+    *found = false;
+    q_index *ix = find_idhack(c, a, &id);
+    if (!ix)
+        return Q_FIND_GENERAL;
+    int rc = q_proj_init_query(&proj, a->projection, a->filter, err);
+    if (!rc && proj.positional) { /* "a.$" wants the matcher's array position */
+        q_proj_cleanup(&proj);
+        return Q_FIND_GENERAL;
+    }
+    if (!rc)
+        rc = q_sort_check(a->sort, err);
+    if (!rc) {
+        q_coll_lock(db, c, false);
+        rc = q_idhack_get(db, c, ix, &id, &rid, &view, err);
+        if (rc == 0) {
+            *found = true;
+            if (proj.active)
+                q_proj_apply(&proj, &view, out);
+            else
+                bson_copy_to(&view, out);
+            Q_COUNT(db->m.returned, 1);
+        }
+        q_coll_unlock(db, c);
+        if (rc == MD_NOTFOUND)
+            rc = 0;
+    }
+    q_proj_cleanup(&proj);
+    return rc;
+}
+
 int q_cursor_find(md_db *db, q_coll *c, const char *ns, const q_find_args *a, bson_t *reply,
                   md_error *err)
 {
-    bool exhausted;
+    bool exhausted, found;
+    bson_t doc, *docs[1] = {&doc};
+    int rc = q_find_by_id(db, c, a, &found, &doc, err);
+    if (rc != Q_FIND_GENERAL) {
+        if (!rc)
+            q_cursor_reply_array(reply, ns, docs, found);
+        if (found)
+            bson_destroy(&doc);
+        return rc;
+    }
     q_cursor *cur = q_zalloc(sizeof *cur);
     assert(cur);
     cur->db = db;
@@ -501,7 +557,7 @@ int q_cursor_find(md_db *db, q_coll *c, const char *ns, const q_find_args *a, bs
     cur->limit = a->limit;
     snprintf(cur->ns, sizeof cur->ns, "%s", ns);
     q_coll_lock(db, c, false);
-    int rc = cursor_start(cur, a, err);
+    rc = cursor_start(cur, a, err);
     if (rc) {
         q_coll_unlock(db, c);
         cursor_free(cur);

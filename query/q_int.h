@@ -153,6 +153,12 @@ void q_lock_destroy(md_db *db);
  * Q_MODE_IS (reads) and Q_MODE_IX (writes) share it, Q_MODE_X excludes. */
 void q_db_lock(md_db *db, int mode);
 void q_db_unlock(md_db *db);
+/* Around every operation (q_cmd.c): mode Q_MODE_IS, Q_MODE_IX, Q_MODE_X,
+ * or Q_OP_CREATE for writes that may create collection `coll`; ttl: run
+ * the TTL monitor if it is due. */
+#define Q_OP_CREATE Q_NMODES
+void q_op_enter(md_db *db, int mode, const char *coll, bool ttl);
+void q_op_leave(md_db *db);
 /* Does the calling thread hold the database lock exclusively? */
 bool q_db_locked_x(const md_db *db);
 /* Write transactions: begin waits for txn_mu on engines that are not
@@ -237,6 +243,21 @@ void q_coll_stats(q_coll *c, eng_rs_stats *st);
 void q_coll_lock(md_db *db, q_coll *c, bool write);
 void q_coll_unlock(md_db *db, q_coll *c);
 
+/* ---- the _id fast path (q_idhack.c) -------------------------------------- */
+/* Is filter exactly {_id: v} with a v the _id index answers exactly?  *id
+ * (may be NULL) gets v. */
+bool q_idhack_query(const bson_t *filter, bson_iter_t *id);
+/* c's "_id_" index, or NULL (then the general path runs). */
+q_index *q_idhack_index(q_coll *c);
+/* The rid the _id index holds for value id: 0, MD_NOTFOUND, or an engine
+ * error.  Counts the key examined (serverStatus metrics.queryExecutor). */
+int q_idhack_rid(md_db *db, q_index *ix, const bson_iter_t *id, eng_rid *rid);
+/* The record with _id id as a borrowed view (eng_rs_get's lifetime),
+ * checked on engines without checked reads: 0, MD_NOTFOUND, or an error
+ * filled into err.  Caller holds c's data lock. */
+int q_idhack_get(md_db *db, q_coll *c, q_index *ix, const bson_iter_t *id, eng_rid *rid,
+                 bson_t *view, md_error *err);
+
 /* ---- write path (q_write.c) --------------------------------------------- */
 /* MD_EREADONLY (with a message) when the handle refuses writes. */
 int q_write_allowed(md_db *db, md_error *err);
@@ -251,6 +272,17 @@ int q_doc_prepare_insert(const bson_t *doc, bson_t *out, md_error *err);
 int q_write_insert(md_db *db, q_coll *c, const bson_t *doc, bool durable, eng_rid *rid,
                    md_error *err);
 
+/* What a one-document write acts on: record rid if it (still) matches m
+ * (NULL: no re-check), or, with id_index set, the record that index maps
+ * _id value `id` to, looked up inside the write's own transaction
+ * (IDHACK: no matcher, the key lookup is the match). */
+typedef struct q_target {
+    eng_rid rid;
+    const q_matcher *m;
+    q_index *id_index;
+    bson_iter_t id;
+} q_target;
+
 typedef struct q_update_res {
     bool matched, modified, moved;
     eng_rid rid; /* the record's RecordId afterwards */
@@ -262,7 +294,12 @@ typedef struct q_update_res {
 int q_write_update(md_db *db, q_coll *c, eng_rid rid, const q_matcher *m,
                    const q_update *u, bool durable, q_update_res *res, bson_t *before,
                    bson_t *after, md_error *err);
+int q_write_update_target(md_db *db, q_coll *c, const q_target *tg, const q_update *u,
+                          bool durable, q_update_res *res, bson_t *before, bson_t *after,
+                          md_error *err);
 /* Delete record rid if it (still) matches m; *deleted says whether it did. */
+int q_write_delete_target(md_db *db, q_coll *c, const q_target *tg, bool durable,
+                          bool *deleted, bson_t *before, md_error *err);
 int q_write_delete(md_db *db, q_coll *c, eng_rid rid, const q_matcher *m, bool durable,
                    bool *deleted, bson_t *before, md_error *err);
 /* Insert every key of doc (an owned copy, not a view) into ix, inside t. */
@@ -436,6 +473,13 @@ typedef struct q_find_cmd {
  * also after an error. */
 int q_find_parse(md_db *db, const bson_t *cmd, q_find_cmd *p, md_error *err);
 void q_find_cmd_cleanup(q_find_cmd *p);
+/* IDHACK find (q_cursor.c): when a is {_id: v} (see q_idhack_query) with
+ * no hint, skip, tailable or zero batch size, 0 with *found and `out`
+ * (initialized when found) the projected document; Q_FIND_GENERAL (> 0)
+ * when the general path must answer.  Under the database lock. */
+#define Q_FIND_GENERAL 1
+int q_find_by_id(md_db *db, q_coll *c, const q_find_args *a, bool *found, bson_t *out,
+                 md_error *err);
 /* Run a find, appending "cursor: {firstBatch, id, ns}" to reply. */
 int q_cursor_find(md_db *db, q_coll *c, const char *ns, const q_find_args *a, bson_t *reply,
                   md_error *err);

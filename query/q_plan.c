@@ -886,21 +886,6 @@ static int hint_plan(q_coll *c, const bson_t *filter, const bson_t *sort, const 
     return 0;
 }
 
-/* {_id: <plain value>} and nothing else. */
-static bool is_idhack(const bson_t *filter)
-{
-    bson_iter_t it;
-    if (!filter || bson_count_keys(filter) != 1 || !bson_iter_init_find(&it, filter, "_id"))
-        return false;
-    switch (bson_iter_type(&it)) {
-    case BSON_TYPE_ARRAY: case BSON_TYPE_REGEX: case BSON_TYPE_NULL:
-    case BSON_TYPE_UNDEFINED: case BSON_TYPE_MINKEY: case BSON_TYPE_MAXKEY:
-        return false;
-    default:
-        return !is_operator_doc(&it);
-    }
-}
-
 int q_plan_enumerate(q_coll *c, const bson_t *filter, const bson_t *sort,
                      const bson_iter_t *hint, q_plan **out, size_t *n, md_error *err)
 {
@@ -912,7 +897,7 @@ int q_plan_enumerate(q_coll *c, const bson_t *filter, const bson_t *sort,
     q_index *id = c->nidx > 0 && strcmp(c->idx[0]->name, "_id_") == 0
                       ? c->idx[0]
                       : q_index_find(c, "_id_"); /* autoIndexId: false */
-    if (id && is_idhack(filter) && index_plan(id, filter, NULL, false, &p)) {
+    if (id && q_idhack_query(filter, NULL) && index_plan(id, filter, NULL, false, &p)) {
         p.idhack = true;
         p.sort_provided = !sort || bson_empty(sort);
         plans_push(out, n, &p);

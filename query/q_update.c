@@ -26,46 +26,7 @@
 #include "q.h"
 #include "q_path.h"
 #include "q_uarr.h"
-
-#define Q_DAMAGE_GAP 8 /* equal bytes that still join two changed ranges */
-
-typedef enum q_uop {
-    QU_SET, QU_UNSET, QU_INC, QU_MUL, QU_MIN, QU_MAX, QU_SET_ON_INSERT,
-    QU_CURRENT_DATE, QU_RENAME_SRC, QU_RENAME_DST,
-    QU_PUSH, QU_ADD_TO_SET, QU_POP, QU_PULL, QU_PULL_ALL, QU_BIT,
-} q_uop;
-
-typedef struct q_unode q_unode;
-struct q_unode {
-    char *name;          /* path component; "$" for the positional child */
-    char *full;          /* dotted path up to and including this component */
-    bool leaf;
-    q_uop op;
-    bson_iter_t arg;     /* leaf argument, into q_update.doc */
-    bool timestamp;      /* $currentDate {$type: "timestamp"} */
-    size_t rename;       /* QU_RENAME_*: index into q_update.rename */
-    q_uarr *arr;         /* QU_PUSH .. QU_PULL_ALL */
-    q_unode **kid;       /* sorted by strcmp of name */
-    size_t nkid, capkid;
-    q_unode *positional; /* the "$" child */
-    q_unode **af;        /* the "$[]" and "$[id]" children */
-    size_t naf;
-};
-
-typedef struct q_rename {
-    q_path from;
-    const char *from_dotted;
-} q_rename;
-
-struct q_update {
-    bson_t *doc;
-    q_afilter *af;
-    size_t naf;
-    bool replacement;
-    q_unode *root;
-    q_rename *rename;
-    size_t nrename, caprename;
-};
+#include "q_uint.h"
 
 /* ---- tree ----------------------------------------------------------------- */
 
@@ -601,22 +562,6 @@ void q_update_destroy(q_update *u)
  * runs of fields no tree child touches are copied with one memcpy.
  */
 
-typedef struct q_rstate {
-    bool found;
-    bson_iter_t val; /* the source value, in the old document */
-} q_rstate;
-
-typedef struct q_uctx {
-    const q_update *u;
-    bool inserting;
-    const char *pos;        /* what "$" stands for, or NULL */
-    bool has_id;
-    bson_iter_t id;         /* the old document's _id */
-    q_rstate *rs;           /* per $rename */
-    const char *array_name; /* field name of the nearest enclosing array */
-    md_error *err;
-} q_uctx;
-
 typedef struct q_kref {
     const char *name;
     const q_unode *n;
@@ -896,7 +841,7 @@ static int leaf_bit(q_uctx *c, const q_unode *n, const bson_iter_t *e, const cha
 }
 
 /* A leaf applied to an existing element e, written as `key` into dst. */
-static int leaf_existing(q_uctx *c, const q_unode *n, const bson_iter_t *e, const char *key,
+int q_uleaf_existing(q_uctx *c, const q_unode *n, const bson_iter_t *e, const char *key,
                          q_buf *dst, bool in_array)
 {
     int rc, cmp;
@@ -1025,7 +970,7 @@ static int apply_existing(q_uctx *c, const q_unode *n, const bson_iter_t *e, con
     size_t at;
     int rc;
     if (n->leaf)
-        return leaf_existing(c, n, e, key, dst, in_array);
+        return q_uleaf_existing(c, n, e, key, dst, in_array);
     if (n->naf && !BSON_ITER_HOLDS_ARRAY(e))
         return not_array_update(c, e);
     switch (bson_iter_type(e)) {

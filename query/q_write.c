@@ -309,78 +309,179 @@ int q_write_insert(md_db *db, q_coll *c, const bson_t *doc, bool durable, eng_ri
 
 /* ---- update ---------------------------------------------------------------------- */
 
-static int update_indexes(md_db *db, eng_txn *t, q_coll *c, q_keyset *oldk, q_keyset *newk,
-                          const bson_t *doc, eng_rid old_rid, eng_rid new_rid, bool moved,
-                          md_error *err)
-{
-    int rc = 0;
-    for (size_t i = 0; !rc && i < c->nidx; i++) {
-        q_index *ix = c->idx[i];
-        if (moved) {
-            rc = keys_remove(t, ix, &oldk[i], NULL, old_rid, err);
-            if (!rc)
-                rc = keys_insert(t, c, ix, &newk[i], NULL, doc, new_rid, err);
-        } else if (!keyset_equal(&oldk[i], &newk[i])) {
-            rc = keys_remove(t, ix, &oldk[i], &newk[i], old_rid, err);
-            if (!rc)
-                rc = keys_insert(t, c, ix, &newk[i], &oldk[i], doc, new_rid, err);
-        }
-    }
-    return rc;
-}
-
-/* Store `nd` over record rid: in place with damages when the engine can and
- * the size is unchanged, else a full update that may move the record. */
-static int store_update(eng_txn *t, q_coll *c, eng_rid rid, const bson_t *nd, uint32_t old_len,
-                        const q_damages *dmg, eng_rid *new_rid, bool *moved, md_error *err)
-{
-    int rc;
-    *new_rid = rid;
-    *moved = false;
-    if (nd->len == old_len && dmg && dmg->n > 0 && eng_rs_has_damages(c->rs))
-        rc = eng_rs_update_damages(c->rs, t, rid, bson_get_data(nd), dmg->v, dmg->n, err);
-    else
-        rc = eng_rs_update(c->rs, t, rid, bson_get_data(nd), nd->len, new_rid, moved, err);
-    return rc ? q_err_engine(err, rc, "updating a record") : 0;
-}
-
+/*
+ * The state of one update attempt.  Two ways to the new document:
+ *
+ *   in place (q_update_inplace): the changed bytes are in `src`, `dmg`
+ *     points into it; nd is built (a copy of the old document with the
+ *     damages patched in) only when something needs it: keys of an index
+ *     the update affects, an engine without in-place updates, or the
+ *     caller's `after`.
+ *   rebuilt (q_update_apply_pos): nd is the new document; dmg, when the
+ *     size is unchanged, points into nd.
+ *
+ * skip[i]: index i's keys cannot change (q_update_affects said no for
+ * every key path, and it is not partial), so its keys are neither computed
+ * nor touched -- unless the record moves (see update_indexes).
+ */
 typedef struct upd_state {
     bson_t nd;
+    uint8_t *ndbuf; /* nd's bytes when built by patching (owned) */
+    bool has_nd, inplace;
+    q_buf src;
     q_damages dmg;
     q_keyset *oldk, *newk;
     uint32_t old_len;
+    bool skip[Q_INDEXES_MAX];
 } upd_state;
+
+static void upd_state_init(upd_state *s)
+{
+    memset(s, 0, sizeof *s);
+    bson_init(&s->nd);
+    q_buf_init(&s->src);
+    q_damages_init(&s->dmg);
+}
 
 static void upd_state_cleanup(q_coll *c, upd_state *s)
 {
     keys_free(c, s->oldk);
     keys_free(c, s->newk);
     q_damages_cleanup(&s->dmg);
+    q_buf_cleanup(&s->src);
     bson_destroy(&s->nd);
+    bson_free(s->ndbuf);
     memset(s, 0, sizeof *s);
 }
 
-/* Everything an update needs from the old document, computed while its
- * view is still valid.  0 with changed=false: nothing to write. */
-static int update_prepare(q_coll *c, const bson_t *old, const q_update *u, const char *pos,
-                          upd_state *s, bool *changed, md_error *err)
+/* Could u change ix's keys?  A partial index's membership depends on
+ * fields outside its key, so it always could. */
+static bool index_affected(const q_index *ix, const q_update *u)
 {
-    bool dmg = eng_rs_has_damages(c->rs);
-    int rc = q_update_apply_pos(u, old, pos, false, &s->nd, changed, dmg ? &s->dmg : NULL,
-                                err);
+    bson_iter_t it;
+    if (ix->partial || !bson_iter_init(&it, &ix->key))
+        return true;
+    while (bson_iter_next(&it))
+        if (q_update_affects(u, bson_iter_key(&it)))
+            return true;
+    return false;
+}
+
+static int update_indexes(md_db *db, eng_txn *t, q_coll *c, upd_state *s, eng_rid old_rid,
+                          eng_rid new_rid, bool moved, md_error *err)
+{
+    int rc = 0;
+    for (size_t i = 0; !rc && i < c->nidx; i++) {
+        q_index *ix = c->idx[i];
+        q_keyset ks;
+        if (s->skip[i] && moved) {
+            /* unchanged keys, at a new RecordId: the old keys are the new
+             * document's (the old bytes may be gone with the move) */
+            q_keyset_init(&ks);
+            rc = q_index_doc_keys(ix, &s->nd, &ks, err);
+            if (!rc)
+                rc = keys_remove(t, ix, &ks, NULL, old_rid, err);
+            if (!rc)
+                rc = keys_insert(t, c, ix, &ks, NULL, &s->nd, new_rid, err);
+            q_keyset_cleanup(&ks);
+        } else if (s->skip[i]) {
+            continue;
+        } else if (moved) {
+            rc = keys_remove(t, ix, &s->oldk[i], NULL, old_rid, err);
+            if (!rc)
+                rc = keys_insert(t, c, ix, &s->newk[i], NULL, &s->nd, new_rid, err);
+        } else if (!keyset_equal(&s->oldk[i], &s->newk[i])) {
+            rc = keys_remove(t, ix, &s->oldk[i], &s->newk[i], old_rid, err);
+            if (!rc)
+                rc = keys_insert(t, c, ix, &s->newk[i], &s->oldk[i], &s->nd, new_rid, err);
+        }
+    }
+    (void)db;
+    return rc;
+}
+
+/* Store the new document over record rid: the damages when the engine
+ * updates in place and the size is unchanged, else the whole document
+ * (which may move the record). */
+static int store_update(eng_txn *t, q_coll *c, eng_rid rid, const upd_state *s,
+                        eng_rid *new_rid, bool *moved, md_error *err)
+{
+    int rc;
+    *new_rid = rid;
+    *moved = false;
+    if (eng_rs_has_damages(c->rs) && s->dmg.n > 0 && (s->inplace || s->nd.len == s->old_len))
+        rc = eng_rs_update_damages(c->rs, t, rid,
+                                   s->inplace ? s->src.data : bson_get_data(&s->nd), s->dmg.v,
+                                   s->dmg.n, err);
+    else
+        rc = eng_rs_update(c->rs, t, rid, bson_get_data(&s->nd), s->nd.len, new_rid, moved,
+                           err);
+    return rc ? q_err_engine(err, rc, "updating a record") : 0;
+}
+
+/* Keys of doc for the indexes not skipped (the others stay empty). */
+static int keys_compute_some(q_coll *c, const bson_t *doc, const bool *skip, q_keyset **out,
+                             md_error *err)
+{
+    q_keyset *ks = calloc(c->nidx ? c->nidx : 1, sizeof *ks);
+    assert(ks && c->nidx <= Q_INDEXES_MAX);
+    for (size_t i = 0; i < c->nidx; i++)
+        q_keyset_init(&ks[i]);
+    for (size_t i = 0; i < c->nidx; i++) {
+        int rc = skip[i] ? 0 : q_index_doc_keys(c->idx[i], doc, &ks[i], err);
+        if (rc) {
+            keys_free(c, ks);
+            return rc;
+        }
+    }
+    *out = ks;
+    return 0;
+}
+
+/* nd := old with the in-place damages patched in. */
+static void build_patched(upd_state *s, const bson_t *old)
+{
+    s->ndbuf = bson_malloc(old->len);
+    memcpy(s->ndbuf, bson_get_data(old), old->len);
+    q_damages_patch(&s->dmg, s->src.data, s->ndbuf);
+    bson_init_static(&s->nd, s->ndbuf, old->len);
+}
+
+/* Everything an update needs from the old document, computed while its
+ * view is still valid.  0 with changed=false: nothing to write.  want_nd:
+ * the caller needs the new document. */
+static int update_prepare(q_coll *c, const bson_t *old, const q_update *u, const char *pos,
+                          bool want_nd, upd_state *s, bool *changed, md_error *err)
+{
+    bool dmg = eng_rs_has_damages(c->rs), any_keys = false;
+    int rc;
     s->old_len = old->len;
-    if (rc || !*changed)
-        return rc;
-    if (s->nd.len > Q_BSON_MAX)
-        return q_err(err, MD_ETOOBIG, Q_CODE_DOC_TOO_LARGE_AFTER_UPDATE,
-                     "Resulting document after update is larger than %d", Q_BSON_MAX);
-    if (c->capped && s->nd.len != old->len)
-        return q_err(err, MD_EINVAL, Q_CODE_CAPPED_CANNOT_GROW,
-                     "Cannot change the size of a document in a capped collection: %u != %u",
-                     old->len, s->nd.len);
-    rc = keys_compute(c, old, &s->oldk, err);
+    for (size_t i = 0; i < c->nidx; i++)
+        any_keys |= !(s->skip[i] = !index_affected(c->idx[i], u));
+    if (q_update_inplace(u, old, &s->src, &s->dmg, changed) == 0) {
+        s->inplace = true;
+        if (!*changed)
+            return 0;
+        if (any_keys || !dmg || want_nd)
+            build_patched(s, old);
+    } else {
+        bson_destroy(&s->nd);
+        rc = q_update_apply_pos(u, old, pos, false, &s->nd, changed, dmg ? &s->dmg : NULL, err);
+        if (rc || !*changed)
+            return rc;
+        if (s->nd.len > Q_BSON_MAX)
+            return q_err(err, MD_ETOOBIG, Q_CODE_DOC_TOO_LARGE_AFTER_UPDATE,
+                         "Resulting document after update is larger than %d", Q_BSON_MAX);
+        if (c->capped && s->nd.len != old->len)
+            return q_err(err, MD_EINVAL, Q_CODE_CAPPED_CANNOT_GROW,
+                         "Cannot change the size of a document in a capped collection: %u != %u",
+                         old->len, s->nd.len);
+    }
+    if (!any_keys)
+        return 0;
+    rc = keys_compute_some(c, old, s->skip, &s->oldk, err);
     if (!rc)
-        rc = keys_compute(c, &s->nd, &s->newk, err);
+        rc = keys_compute_some(c, &s->nd, s->skip, &s->newk, err);
     return rc;
 }
 
@@ -390,10 +491,10 @@ static int update_write(md_db *db, eng_txn *t, q_coll *c, eng_rid rid, upd_state
     bool flipped[Q_INDEXES_MAX] = {false};
     eng_rid nrid;
     bool moved;
-    int rc = store_update(t, c, rid, &s->nd, s->old_len, &s->dmg, &nrid, &moved, err);
+    int rc = store_update(t, c, rid, s, &nrid, &moved, err);
     if (!rc)
-        rc = update_indexes(db, t, c, s->oldk, s->newk, &s->nd, rid, nrid, moved, err);
-    if (!rc)
+        rc = update_indexes(db, t, c, s, rid, nrid, moved, err);
+    if (!rc && s->newk)
         rc = multikey_note(db, t, c, s->newk, flipped, err);
     if (rc)
         return write_abort(db, t, c, flipped, rc, err);
@@ -420,27 +521,49 @@ static int read_record(q_coll *c, eng_rid rid, bson_t *doc, bool *found, md_erro
     return 0;
 }
 
+/* The record a target names, inside the attempt's transaction: by rid, or
+ * by _id through the _id index (IDHACK), so that lookup and write see the
+ * same state.  0 with *found false when there is none. */
+static int read_target(md_db *db, q_coll *c, const q_target *tg, eng_rid *rid, bson_t *doc, bool *found,
+                       md_error *err)
+{
+    *found = false;
+    if (tg->id_index) {
+        int rc = q_idhack_rid(db, tg->id_index, &tg->id, rid);
+        if (rc == MD_NOTFOUND)
+            return 0;
+        if (rc)
+            return q_read_error(rc, err);
+        Q_COUNT(db->m.scanned_objects, 1);
+    } else {
+        *rid = tg->rid;
+    }
+    return read_record(c, *rid, doc, found, err);
+}
+
 /*
  * One attempt, all inside one transaction so that the document read is the
  * one the write replaces (a concurrent engine's snapshot; a write conflict
  * if another transaction got there first):
  *
- *   begin -> get -> match? -> q_update_apply -> old keys, new keys
- *     -> same size && damages? rs_update_damages : rs_update
+ *   begin -> locate -> get -> match? -> in place? damages : q_update_apply
+ *     -> keys of the indexes the update can affect, old and new
+ *     -> damages? rs_update_damages : rs_update
  *        -> moved?  every index: remove old keys @old rid, insert new @new rid
- *           else    per index: remove keys that went away, insert new ones
- *                   (an index whose keys did not change is not touched)
+ *           else    per affected index: remove keys that went away, insert
+ *                   new ones (an index whose keys did not change is not touched)
  *     -> multikey flags flipped? catalog entry rewritten -> commit
  */
-static int update_attempt(md_db *db, q_coll *c, eng_rid rid, const q_matcher *m,
-                          const q_update *u, bool durable, q_update_res *res, bson_t *before,
-                          bson_t *after, md_error *err)
+static int update_attempt(md_db *db, q_coll *c, const q_target *tg, const q_update *u,
+                          bool durable, q_update_res *res, bson_t *before, bson_t *after,
+                          md_error *err)
 {
     bson_t old;
     bool found, changed = false;
     char pos[64] = "";
-    upd_state s = {.oldk = NULL, .newk = NULL};
+    upd_state s;
     eng_txn *t = NULL;
+    eng_rid rid = tg->rid;
     memset(res, 0, sizeof *res);
     res->rid = rid;
     if (before)
@@ -450,12 +573,12 @@ static int update_attempt(md_db *db, q_coll *c, eng_rid rid, const q_matcher *m,
     int rc = write_begin(db, &t, err);
     if (rc)
         return rc;
-    q_damages_init(&s.dmg);
-    bson_init(&s.nd);
-    rc = read_record(c, rid, &old, &found, err);
-    if (!rc && found && (!m || q_matcher_matches_pos(m, &old, pos, sizeof pos))) {
+    upd_state_init(&s);
+    rc = read_target(db, c, tg, &rid, &old, &found, err);
+    res->rid = rid;
+    if (!rc && found && (!tg->m || q_matcher_matches_pos(tg->m, &old, pos, sizeof pos))) {
         res->matched = true;
-        rc = update_prepare(c, &old, u, pos, &s, &changed, err);
+        rc = update_prepare(c, &old, u, pos, after != NULL, &s, &changed, err);
         if (!rc && before)
             bson_concat(before, &old);
         if (!rc && after)
@@ -471,19 +594,20 @@ static int update_attempt(md_db *db, q_coll *c, eng_rid rid, const q_matcher *m,
     return rc;
 }
 
-int q_write_update(md_db *db, q_coll *c, eng_rid rid, const q_matcher *m, const q_update *u,
-                   bool durable, q_update_res *res, bson_t *before, bson_t *after,
-                   md_error *err)
+int q_write_update_target(md_db *db, q_coll *c, const q_target *tg, const q_update *u,
+                          bool durable, q_update_res *res, bson_t *before, bson_t *after,
+                          md_error *err)
 {
     int rc = q_write_allowed(db, err);
     memset(res, 0, sizeof *res);
-    res->rid = rid;
+    res->rid = tg->rid;
     if (rc)
         return rc;
     if (c->capped)
         pthread_mutex_lock(&c->cap_write_mu);
-    for (int n = 0; (rc = update_attempt(db, c, rid, m, u, durable, res, before, after, err)) ==
-                    MD_EWRITECONFLICT;
+    for (int n = 0;
+         (rc = update_attempt(db, c, tg, u, durable, res, before, after, err)) ==
+         MD_EWRITECONFLICT;
          n++)
         q_write_conflict(db, n, err);
     if (c->capped)
@@ -499,11 +623,21 @@ int q_write_update(md_db *db, q_coll *c, eng_rid rid, const q_matcher *m, const 
     return rc;
 }
 
+int q_write_update(md_db *db, q_coll *c, eng_rid rid, const q_matcher *m, const q_update *u,
+                   bool durable, q_update_res *res, bson_t *before, bson_t *after,
+                   md_error *err)
+{
+    q_target tg = {.rid = rid, .m = m};
+    return q_write_update_target(db, c, &tg, u, durable, res, before, after, err);
+}
+
 /* ---- delete ---------------------------------------------------------------------- */
 
-static int delete_attempt(md_db *db, q_coll *c, eng_rid rid, const q_matcher *m, bool durable,
+static int delete_attempt(md_db *db, q_coll *c, const q_target *tg, bool durable,
                           bool *deleted, bson_t *before, md_error *err)
 {
+    eng_rid rid = tg->rid;
+    const q_matcher *m = tg->m;
     bson_t doc;
     bool found;
     q_keyset *ks = NULL;
@@ -514,7 +648,7 @@ static int delete_attempt(md_db *db, q_coll *c, eng_rid rid, const q_matcher *m,
     int rc = write_begin(db, &t, err);
     if (rc)
         return rc;
-    rc = read_record(c, rid, &doc, &found, err);
+    rc = read_target(db, c, tg, &rid, &doc, &found, err);
     if (rc || !found || (m && !q_matcher_matches(m, &doc))) {
         eng_txn_abort(t);
         q_txn_end(db);
@@ -535,8 +669,8 @@ static int delete_attempt(md_db *db, q_coll *c, eng_rid rid, const q_matcher *m,
     return rc;
 }
 
-int q_write_delete(md_db *db, q_coll *c, eng_rid rid, const q_matcher *m, bool durable,
-                   bool *deleted, bson_t *before, md_error *err)
+int q_write_delete_target(md_db *db, q_coll *c, const q_target *tg, bool durable,
+                          bool *deleted, bson_t *before, md_error *err)
 {
     *deleted = false;
     int rc = q_write_allowed(db, err);
@@ -545,7 +679,7 @@ int q_write_delete(md_db *db, q_coll *c, eng_rid rid, const q_matcher *m, bool d
     if (c->capped)
         return q_capped_refuse_delete(c, err);
     for (int n = 0;
-         (rc = delete_attempt(db, c, rid, m, durable, deleted, before, err)) == MD_EWRITECONFLICT;
+         (rc = delete_attempt(db, c, tg, durable, deleted, before, err)) == MD_EWRITECONFLICT;
          n++)
         q_write_conflict(db, n, err);
     if (rc && before)
@@ -553,6 +687,13 @@ int q_write_delete(md_db *db, q_coll *c, eng_rid rid, const q_matcher *m, bool d
     if (!rc && *deleted)
         Q_COUNT(db->m.deleted, 1);
     return rc;
+}
+
+int q_write_delete(md_db *db, q_coll *c, eng_rid rid, const q_matcher *m, bool durable,
+                   bool *deleted, bson_t *before, md_error *err)
+{
+    q_target tg = {.rid = rid, .m = m};
+    return q_write_delete_target(db, c, &tg, durable, deleted, before, err);
 }
 
 /* ---- capped collections ------------------------------------------------------------ */
