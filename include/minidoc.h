@@ -182,6 +182,10 @@ typedef struct md_db md_db;
  *                  commitIntervalMs (100), logFileSizeMB (100),
  *                  checkpointLogSizeMB (2048)}  (btree; see btree/bt.h)
  *   ttlMonitorSleepSecs  seconds between TTL passes (60)
+ *   internalQueryFastPaths  bool (true): false runs every operation the
+ *                 general way (no _id fast path, no in-place update, no
+ *                 direct typed statements); results are identical, only
+ *                 slower -- for tests that compare the two
  *   lockGranularity  "document" | "collection" | "database": what a write
  *                 locks (see Thread safety above); each engine accepts its
  *                 default and "database"

@@ -2,12 +2,18 @@
  * q_api.c -- include/minidoc.h: opening and closing an md_db, collection
  * handles, the typed wrappers and md_cursor.
  *
- * The wrappers hold no logic of their own: each builds the command document
- * a MongoDB driver would send, runs it through md_db_command() and turns
- * the reply into libmongoc's shape (insertedCount, matchedCount,
- * modifiedCount, deletedCount, upsertedCount, upsertedId).  A reply with
- * writeErrors becomes an error return filled from the first one, as
- * libmongoc does.  md_cursor walks find / getMore batches; the document it
+ * The wrappers hold no logic of their own.  insert, update, delete and find
+ * build the parsed statement the command parser would produce (q_upd_stmt,
+ * a delete's filter and limit, q_find_args) and run the same execution code
+ * (q_update_exec, q_delete_exec, q_insert_exec, q_find_by_id) under the
+ * same lock (q_op_enter): no command document is built and parsed again,
+ * and the caller's documents are checked once, here, where they enter.
+ * Options these typed paths do not read, and every other wrapper, build the
+ * command document a MongoDB driver would send and run md_db_command(),
+ * whose parser accepts or rejects them.  Replies take libmongoc's shape
+ * (insertedCount, matchedCount, modifiedCount, deletedCount, upsertedCount,
+ * upsertedId).  A statement's error becomes an error return filled from the
+ * first writeError (also in the reply's writeErrors), as libmongoc does.  md_cursor walks find / getMore batches; the document it
  * hands out points into the current batch reply, so it stays valid until
  * the next md_cursor_next() or md_cursor_destroy().
  */
@@ -270,6 +276,224 @@ static int run_write(md_collection *coll, bson_t *cmd, write_kind kind, bson_t *
     return rc;
 }
 
+/* ---- the typed write path -------------------------------------------------------------- */
+
+/* Does opts hold only fields named in `known` (NULL-terminated)? */
+static bool opts_only(const bson_t *opts, const char *const *known)
+{
+    bson_iter_t it;
+    if (!opts)
+        return true;
+    if (!bson_iter_init(&it, opts))
+        return false;
+    while (bson_iter_next(&it)) {
+        bool ok = false;
+        for (size_t i = 0; known[i] && !ok; i++)
+            ok = strcmp(bson_iter_key(&it), known[i]) == 0;
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
+/* A caller's document entering the library: it must be BSON that reads
+ * safely, as md_db_command checks a command document. */
+static int check_doc(const bson_t *doc, const char *what, md_error *err)
+{
+    size_t off;
+    if (!doc || !bson_validate(doc, BSON_VALIDATE_NONE, &off))
+        return q_err(err, MD_EINVAL, MD_CODE_INVALID_BSON, "%s is not valid BSON (at offset %zu)",
+                     what, doc ? off : 0);
+    return 0;
+}
+
+static void view_of(const bson_t *doc, bson_t *view)
+{
+    bson_init_static(view, bson_get_data(doc), doc->len);
+}
+
+/* Checks every typed write makes before its statements run, under the
+ * lock: the namespace and a handle that still takes writes. */
+static int typed_write_start(md_collection *coll, md_error *err)
+{
+    char ns[ENG_IDENT_MAX];
+    int rc = q_ns_make(coll->db, coll->name, ns, err);
+    return rc ? rc : q_write_allowed(coll->db, err);
+}
+
+/* A statement's error: the reply's writeErrors entry and the return value
+ * libmongoc gives (MD_EDUPKEY for a duplicate key). */
+static int typed_write_error(bson_t *reply, int index, md_error *err)
+{
+    int code = err->code ? err->code : MD_CODE_UNKNOWN_ERROR;
+    if (reply) {
+        bson_t arr, e;
+        BSON_APPEND_ARRAY_BEGIN(reply, "writeErrors", &arr);
+        BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &e);
+        BSON_APPEND_INT32(&e, "index", index);
+        BSON_APPEND_INT32(&e, "code", code);
+        BSON_APPEND_UTF8(&e, "errmsg", err->message);
+        bson_append_document_end(&arr, &e);
+        bson_append_array_end(reply, &arr);
+    }
+    return code == MD_CODE_DUPLICATE_KEY ? MD_EDUPKEY : MD_ERROR;
+}
+
+static const char *const insert_known[] = {"writeConcern", "ordered", NULL};
+
+/* insert_many without a command document: each document checked and
+ * inserted as q_cmd_insert does; false when the options need the parser. */
+static bool typed_insert(md_collection *coll, const bson_t **docs, size_t n,
+                         const bson_t *opts, bson_t *reply, md_error *err, int *rcp)
+{
+    bson_iter_t it;
+    bool durable, ordered = true;
+    q_coll *c = NULL;
+    int rc = 0, failed = -1;
+    int64_t ok = 0;
+    if (coll->db->no_fast || n < 1 || n > 100000 || !opts_only(opts, insert_known))
+        return false;
+    if (opts && bson_iter_init_find(&it, opts, "ordered")) {
+        if (!BSON_ITER_HOLDS_BOOL(&it))
+            return false;
+        ordered = bson_iter_bool(&it);
+    }
+    for (size_t i = 0; i < n && !rc; i++)
+        rc = check_doc(docs[i], "document", err);
+    if (!rc)
+        rc = q_write_concern(opts ? opts : &(bson_t)BSON_INITIALIZER, &durable, err);
+    if (reply)
+        bson_init(reply);
+    if (rc) {
+        *rcp = rc;
+        return true;
+    }
+    md_db *db = coll->db;
+    md_error stmt;
+    q_op_enter(db, Q_OP_CREATE, coll->name, true);
+    rc = typed_write_start(coll, err);
+    if (!rc)
+        rc = q_coll_get_or_create(db, coll->name, NULL, &c, err);
+    if (!rc) {
+        q_coll_lock(db, c, true);
+        for (size_t i = 0; i < n; i++) {
+            md_error_clear(&stmt);
+            if (q_insert_exec(db, c, docs[i], durable, &stmt) == 0) {
+                ok++;
+                continue;
+            }
+            if (failed < 0) {
+                failed = (int)i;
+                *err = stmt;
+            }
+            if (ordered || Q_LOAD(db->failed))
+                break;
+        }
+        q_coll_unlock(db, c);
+    }
+    q_op_leave(db);
+    if (!rc && reply)
+        BSON_APPEND_INT64(reply, "insertedCount", ok);
+    *rcp = rc ? rc : failed >= 0 ? typed_write_error(reply, failed, err) : 0;
+    return true;
+}
+
+static const char *const update_known[] = {"upsert", "arrayFilters", "writeConcern", NULL};
+
+/* update / replace without a command document; false when the options
+ * need the parser. */
+static bool typed_update(md_collection *coll, const bson_t *q, const bson_t *u, bool multi,
+                         const bson_t *opts, bson_t *reply, md_error *err, int *rcp)
+{
+    bson_iter_t it;
+    bool durable;
+    q_upd_stmt s;
+    memset(&s, 0, sizeof s);
+    s.multi = multi;
+    if (coll->db->no_fast || !opts_only(opts, update_known))
+        return false;
+    if (opts && bson_iter_init_find(&it, opts, "upsert")) {
+        if (!BSON_ITER_HOLDS_BOOL(&it) && !BSON_ITER_HOLDS_NUMBER(&it))
+            return false;
+        s.upsert = bson_iter_as_bool(&it);
+    }
+    if (opts && bson_iter_init_find(&it, opts, "arrayFilters")) {
+        const uint8_t *data;
+        uint32_t len;
+        if (!BSON_ITER_HOLDS_ARRAY(&it))
+            return false;
+        bson_iter_array(&it, &len, &data);
+        s.has_af = bson_init_static(&s.af, data, len);
+    }
+    int rc = check_doc(q, "selector", err);
+    if (!rc)
+        rc = check_doc(u, "update", err);
+    if (!rc && opts)
+        rc = check_doc(opts, "opts", err);
+    if (!rc)
+        rc = q_write_concern(opts ? opts : &(bson_t)BSON_INITIALIZER, &durable, err);
+    if (reply)
+        bson_init(reply);
+    if (rc) {
+        *rcp = rc;
+        return true;
+    }
+    view_of(q, &s.q);
+    view_of(u, &s.u);
+    md_db *db = coll->db;
+    q_upd_out o = {.id = BSON_INITIALIZER};
+    int srv = 0;
+    q_op_enter(db, Q_OP_CREATE, coll->name, true);
+    rc = typed_write_start(coll, err);
+    if (!rc)
+        srv = q_update_exec(db, coll->name, durable, &s, &o, err);
+    q_op_leave(db);
+    if (!rc && reply) {
+        bson_iter_t id;
+        BSON_APPEND_INT64(reply, "matchedCount", o.n - o.upserted);
+        BSON_APPEND_INT64(reply, "modifiedCount", o.modified);
+        BSON_APPEND_INT64(reply, "upsertedCount", o.upserted);
+        if (o.upserted && bson_iter_init_find(&id, &o.id, "_id"))
+            bson_append_iter(reply, "upsertedId", -1, &id);
+    }
+    bson_destroy(&o.id);
+    *rcp = rc ? rc : srv ? typed_write_error(reply, 0, err) : 0;
+    return true;
+}
+
+static const char *const delete_known[] = {"writeConcern", NULL};
+
+static bool typed_delete(md_collection *coll, const bson_t *q, int limit, const bson_t *opts,
+                         bson_t *reply, md_error *err, int *rcp)
+{
+    bool durable;
+    int64_t n = 0;
+    int srv = 0;
+    if (coll->db->no_fast || !opts_only(opts, delete_known))
+        return false;
+    int rc = check_doc(q, "selector", err);
+    if (!rc && opts)
+        rc = check_doc(opts, "opts", err);
+    if (!rc)
+        rc = q_write_concern(opts ? opts : &(bson_t)BSON_INITIALIZER, &durable, err);
+    if (reply)
+        bson_init(reply);
+    if (rc) {
+        *rcp = rc;
+        return true;
+    }
+    md_db *db = coll->db;
+    q_op_enter(db, Q_MODE_IX, NULL, true);
+    rc = typed_write_start(coll, err);
+    if (!rc)
+        srv = q_delete_exec(db, coll->name, durable, q, limit, &n, err);
+    q_op_leave(db);
+    if (!rc && reply)
+        BSON_APPEND_INT64(reply, "deletedCount", n);
+    *rcp = rc ? rc : srv ? typed_write_error(reply, 0, err) : 0;
+    return true;
+}
+
 /* ---- typed write wrappers ----------------------------------------------------------- */
 
 int md_collection_insert_many(md_collection *coll, const bson_t **docs, size_t n,
@@ -277,7 +501,13 @@ int md_collection_insert_many(md_collection *coll, const bson_t **docs, size_t n
 {
     bson_t cmd = BSON_INITIALIZER, arr;
     char key[24];
+    md_error local;
+    int rc;
+    if (!err)
+        err = &local;
     md_error_clear(err);
+    if (typed_insert(coll, docs, n, opts, reply, err, &rc))
+        return rc;
     BSON_APPEND_UTF8(&cmd, "insert", coll->name);
     BSON_APPEND_ARRAY_BEGIN(&cmd, "documents", &arr);
     for (size_t i = 0; i < n; i++) {
@@ -308,6 +538,9 @@ static int update_cmd(md_collection *coll, const bson_t *q, const bson_t *u, boo
     static const char *const stmt_opts[] = {"upsert", "collation", "arrayFilters", NULL};
     bson_t cmd = BSON_INITIALIZER, arr, st;
     bson_iter_t it;
+    int rc;
+    if (typed_update(coll, q, u, multi, opts, reply, err, &rc))
+        return rc;
     BSON_APPEND_UTF8(&cmd, "update", coll->name);
     BSON_APPEND_ARRAY_BEGIN(&cmd, "updates", &arr);
     BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &st);
@@ -329,6 +562,9 @@ static int checked_update(md_collection *coll, const bson_t *q, const bson_t *u,
                           bool replace, bool multi, const bson_t *opts, bson_t *reply,
                           md_error *err)
 {
+    md_error local;
+    if (!err)
+        err = &local;
     md_error_clear(err);
     if (has_operator(u) == replace) {
         if (reply)
@@ -365,7 +601,13 @@ static int delete_cmd(md_collection *coll, const bson_t *q, int limit, const bso
 {
     bson_t cmd = BSON_INITIALIZER, arr, st;
     static const char *const stmt_opts[] = {"collation", NULL};
+    md_error local;
+    int rc;
+    if (!err)
+        err = &local;
     md_error_clear(err);
+    if (typed_delete(coll, q, limit, opts, reply, err, &rc))
+        return rc;
     BSON_APPEND_UTF8(&cmd, "delete", coll->name);
     BSON_APPEND_ARRAY_BEGIN(&cmd, "deletes", &arr);
     BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &st);
@@ -462,6 +704,7 @@ struct md_cursor {
     int64_t await_ms; /* maxAwaitTimeMS: an awaitData getMore's maxTimeMS, -1: none */
     bool started, done, failed;
     bool tailable;
+    bool single; /* the _id path left its one document in batch */
     md_error err;
 };
 
@@ -538,6 +781,55 @@ static bool fetch(md_cursor *c)
     return rc == 0;
 }
 
+static const char *const find_known[] = {"projection", "sort", "limit", "batchSize", NULL};
+
+/* A find by _id without a command document (q_find_by_id, IDHACK): true
+ * when it answered, leaving the document (if any) in c->batch; false when
+ * the command path must run (other options, another filter). */
+static bool find_by_id(md_cursor *c)
+{
+    bson_iter_t it;
+    bson_t proj, sort;
+    q_find_args a = {.filter = &c->filter, .batch_size = -1};
+    if (c->db->no_fast || !q_idhack_query(&c->filter, NULL) || !opts_only(&c->opts, find_known) ||
+        check_doc(&c->filter, "filter", NULL) || check_doc(&c->opts, "opts", NULL))
+        return false;
+    for (bson_iter_init(&it, &c->opts); bson_iter_next(&it);) {
+        const char *k = bson_iter_key(&it);
+        const uint8_t *data;
+        uint32_t len;
+        if (k[0] == 'p' || k[0] == 's') {
+            if (!BSON_ITER_HOLDS_DOCUMENT(&it))
+                return false;
+            bson_iter_document(&it, &len, &data);
+            bson_init_static(k[0] == 'p' ? &proj : &sort, data, len);
+            *(k[0] == 'p' ? &a.projection : &a.sort) = k[0] == 'p' ? &proj : &sort;
+        } else if (!q_iter_int64(&it, k[0] == 'l' ? &a.limit : &a.batch_size) ||
+                   (k[0] == 'b' && a.batch_size <= 0)) {
+            return false;
+        }
+    }
+    if (a.limit < 0) /* libmongoc: a negative limit is a single batch of |limit| */
+        a.limit = -a.limit;
+    bool found = false;
+    md_db *db = c->db;
+    q_op_enter(db, Q_MODE_IS, NULL, true);
+    q_coll *qc = q_coll_find(db, c->name);
+    bson_destroy(&c->batch);
+    int rc = qc ? q_find_by_id(db, qc, &a, &found, &c->batch, &c->err) : Q_FIND_GENERAL;
+    q_op_leave(db);
+    if (!found)
+        bson_init(&c->batch);
+    if (rc == Q_FIND_GENERAL)
+        return false;
+    c->started = true;
+    c->id = 0;
+    c->single = found && a.limit >= 0;
+    c->failed = rc != 0;
+    c->done = !c->single;
+    return true;
+}
+
 /* A tailable cursor asks the server at most once per call: an empty batch
  * (after awaitData's wait) returns false with the cursor still open. */
 bool md_cursor_next(md_cursor *c, const bson_t **doc)
@@ -546,6 +838,12 @@ bool md_cursor_next(md_cursor *c, const bson_t **doc)
     uint32_t len;
     bool asked = false;
     *doc = NULL;
+    if (!c->started && find_by_id(c) && c->single) {
+        c->single = false;
+        c->done = true;
+        *doc = &c->batch;
+        return true;
+    }
     while (!c->done) {
         if (!c->started) {
             if (!fetch(c))

@@ -250,6 +250,12 @@ int q_db_configure(md_db *db, const bson_t *opts, md_error *err)
                          "ttlMonitorSleepSecs must be a non-negative number");
         db->ttl_sleep_ms = (int64_t)(bson_iter_as_double(&it) * 1000);
     }
+    if (opts && bson_iter_init_find(&it, opts, "internalQueryFastPaths")) {
+        if (!BSON_ITER_HOLDS_BOOL(&it))
+            return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE,
+                         "internalQueryFastPaths must be a boolean");
+        db->no_fast = !bson_iter_bool(&it);
+    }
     if (!opts || !bson_iter_init_find(&it, opts, "cursorTimeoutMillis"))
         return 0;
     int rc = cursor_timeout_value(&it, &ms, err);

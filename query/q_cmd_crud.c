@@ -120,7 +120,7 @@ static bool iter_doc(const bson_iter_t *it, bson_t *out)
 
 /* ---- insert -------------------------------------------------------------------------- */
 
-static int insert_one(md_db *db, q_coll *c, const bson_t *doc, bool durable, md_error *err)
+int q_insert_exec(md_db *db, q_coll *c, const bson_t *doc, bool durable, md_error *err)
 {
     bson_t stored;
     int rc = q_doc_prepare_insert(doc, &stored, err);
@@ -153,7 +153,7 @@ int q_cmd_insert(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err)
         if (!iter_doc(&it, &doc))
             rc = q_err(err, MD_EINVAL, MD_CODE_INVALID_BSON, "invalid document");
         else
-            rc = insert_one(db, c, &doc, cc.durable, err);
+            rc = q_insert_exec(db, c, &doc, cc.durable, err);
         if (!rc) {
             ok++;
             continue;
@@ -284,14 +284,10 @@ static int upsert(md_db *db, const char *name, const bson_t *q, const q_update *
 
 /* ---- update -------------------------------------------------------------------------- */
 
-typedef struct upd_stmt {
-    bson_t q, u, af; /* af: arrayFilters, when has_af */
-    bool upsert, multi, has_af;
-} upd_stmt;
 
 /* One {q, u, upsert, multi} statement; upsert and multi are 3.6's "safeBool"
  * (a bool or a number). */
-static int parse_upd_stmt(const bson_iter_t *el, upd_stmt *s, md_error *err)
+static int parse_upd_stmt(const bson_iter_t *el, q_upd_stmt *s, md_error *err)
 {
     bson_t doc;
     bson_iter_t it;
@@ -331,14 +327,9 @@ static int parse_upd_stmt(const bson_iter_t *el, upd_stmt *s, md_error *err)
     return 0;
 }
 
-typedef struct upd_out {
-    int64_t n, modified;
-    bool upserted;
-    bson_t id; /* the upserted _id, as {_id: value} */
-} upd_out;
 
-static int update_existing(md_db *db, q_coll *c, const upd_stmt *s, const q_matcher *m,
-                           const q_update *u, bool durable, upd_out *o, md_error *err)
+static int update_existing(md_db *db, q_coll *c, const q_upd_stmt *s, const q_matcher *m,
+                           const q_update *u, bool durable, q_upd_out *o, md_error *err)
 {
     eng_rid *rids = NULL;
     size_t n = 0;
@@ -372,7 +363,7 @@ static int update_existing(md_db *db, q_coll *c, const upd_stmt *s, const q_matc
 
 /* IDHACK: the one document {_id: v} names, found inside the write. */
 static int update_by_id(md_db *db, q_coll *c, q_index *ix, const bson_iter_t *id,
-                        const q_update *u, bool durable, upd_out *o, md_error *err)
+                        const q_update *u, bool durable, q_upd_out *o, md_error *err)
 {
     q_target tg = {.id_index = ix, .id = *id};
     q_update_res res;
@@ -384,13 +375,13 @@ static int update_by_id(md_db *db, q_coll *c, q_index *ix, const bson_iter_t *id
     return rc;
 }
 
-static int update_stmt(md_db *db, const cmd_common *cc, const upd_stmt *s, upd_out *o,
-                       md_error *err)
+int q_update_exec(md_db *db, const char *name, bool durable, const q_upd_stmt *s,
+                  q_upd_out *o, md_error *err)
 {
     q_matcher *m = NULL;
     q_update *u = NULL;
-    q_coll *c = q_coll_find(db, cc->name);
-    q_index *idx = c ? q_idhack_index(c) : NULL;
+    q_coll *c = q_coll_find(db, name);
+    q_index *idx = c ? q_idhack_index(db, c) : NULL;
     bson_iter_t idv;
     bool idhack = idx && q_idhack_query(&s->q, &idv);
     int rc = idhack ? 0 : q_matcher_new(&s->q, &m, err);
@@ -400,13 +391,13 @@ static int update_stmt(md_db *db, const cmd_common *cc, const upd_stmt *s, upd_o
         rc = q_err(err, MD_EINVAL, MD_CODE_FAILED_TO_PARSE,
                    "multi update only works with $ operators");
     if (!rc && idhack)
-        rc = update_by_id(db, c, idx, &idv, u, cc->durable, o, err);
+        rc = update_by_id(db, c, idx, &idv, u, durable, o, err);
     else if (!rc && c)
-        rc = update_existing(db, c, s, m, u, cc->durable, o, err);
+        rc = update_existing(db, c, s, m, u, durable, o, err);
     if (!rc && o->n == 0 && s->upsert) {
         bson_t doc;
         bson_iter_t id;
-        rc = upsert(db, cc->name, &s->q, u, cc->durable, &doc, err);
+        rc = upsert(db, name, &s->q, u, durable, &doc, err);
         if (!rc && bson_iter_init_find(&id, &doc, "_id")) {
             o->upserted = true;
             o->n = 1;
@@ -436,7 +427,7 @@ static void append_upserted(bson_t *arr, int *nup, int index, const bson_t *id)
 static int check_upd_stmts(const cmd_common *cc, md_error *err)
 {
     int rc = 0;
-    upd_stmt s;
+    q_upd_stmt s;
     for (bson_iter_t it = cc->stmts; !rc && bson_iter_next(&it);)
         rc = parse_upd_stmt(&it, &s, err);
     return rc;
@@ -462,10 +453,10 @@ int q_cmd_update(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err)
     }
     bson_init(&we.arr);
     for (bson_iter_t it = cc.stmts; bson_iter_next(&it); i++) {
-        upd_stmt s;
-        upd_out o = {0, 0, false, BSON_INITIALIZER};
+        q_upd_stmt s;
+        q_upd_out o = {0, 0, false, BSON_INITIALIZER};
         parse_upd_stmt(&it, &s, err);
-        rc = update_stmt(db, &cc, &s, &o, err);
+        rc = q_update_exec(db, cc.name, cc.durable, &s, &o, err);
         n += o.n;
         nmod += o.modified;
         if (o.upserted)
@@ -523,14 +514,14 @@ static int parse_del_stmt(const bson_iter_t *el, bson_t *q, int64_t *limit, md_e
     return 0;
 }
 
-static int delete_stmt(md_db *db, const cmd_common *cc, const bson_t *q, int64_t limit,
-                       int64_t *n, md_error *err)
+int q_delete_exec(md_db *db, const char *name, bool durable, const bson_t *q, int64_t limit,
+                  int64_t *n, md_error *err)
 {
     q_matcher *m = NULL;
     eng_rid *rids = NULL;
     size_t nr = 0;
-    q_coll *c = q_coll_find(db, cc->name);
-    q_index *idx = c ? q_idhack_index(c) : NULL;
+    q_coll *c = q_coll_find(db, name);
+    q_index *idx = c ? q_idhack_index(db, c) : NULL;
     bson_iter_t id;
     bool idhack = idx && q_idhack_query(q, &id);
     int rc = idhack ? 0 : q_matcher_new(q, &m, err);
@@ -542,7 +533,7 @@ static int delete_stmt(md_db *db, const cmd_common *cc, const bson_t *q, int64_t
     if (idhack) { /* IDHACK: the lookup inside the delete's transaction */
         q_target tg = {.id_index = idx, .id = id};
         bool deleted;
-        rc = q_write_delete_target(db, c, &tg, cc->durable, &deleted, NULL, err);
+        rc = q_write_delete_target(db, c, &tg, durable, &deleted, NULL, err);
         *n += !rc && deleted;
         q_coll_unlock(db, c);
         goto out;
@@ -552,7 +543,7 @@ static int delete_stmt(md_db *db, const cmd_common *cc, const bson_t *q, int64_t
     for (size_t i = 0; !rc && i < nr; i++) {
         bool deleted;
         q_yield_point(db, &y);
-        rc = q_write_delete(db, c, rids[i], m, cc->durable, &deleted, NULL, err);
+        rc = q_write_delete(db, c, rids[i], m, durable, &deleted, NULL, err);
         *n += deleted;
     }
     q_coll_unlock(db, c);
@@ -581,7 +572,7 @@ int q_cmd_delete(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err)
     bson_init(&we.arr);
     for (bson_iter_t it = cc.stmts; bson_iter_next(&it); i++) {
         parse_del_stmt(&it, &q, &limit, err);
-        if (delete_stmt(db, &cc, &q, limit, &n, err) == 0)
+        if (q_delete_exec(db, cc.name, cc.durable, &q, limit, &n, err) == 0)
             continue;
         we_add(&we, i, err);
         if (cc.ordered || Q_LOAD(db->failed))
@@ -731,7 +722,7 @@ static int fam_existing(md_db *db, q_coll *c, const fam_args *a, const q_matcher
     bson_t before = BSON_INITIALIZER, after = BSON_INITIALIZER;
     bool done = false;
     int rc = 0;
-    q_index *idx = q_idhack_index(c);
+    q_index *idx = q_idhack_index(db, c);
     q_target tg = {.id_index = idx};
     if (idx && q_idhack_query(&a->query, &tg.id)) { /* IDHACK, inside the write */
         q_update_res res;

@@ -492,10 +492,10 @@ static int cursor_start(q_cursor *cur, const q_find_args *a, md_error *err)
 
 /* Can the find take IDHACK: {_id: v} on a collection with an _id index,
  * no hint, skip, tailable, or zero batch (which keeps a cursor open)? */
-static q_index *find_idhack(q_coll *c, const q_find_args *a, bson_iter_t *id)
+static q_index *find_idhack(md_db *db, q_coll *c, const q_find_args *a, bson_iter_t *id)
 {
     q_index *ix = c && !a->tailable && !a->hint && a->skip == 0 && a->batch_size != 0
-                      ? q_idhack_index(c)
+                      ? q_idhack_index(db, c)
                       : NULL;
     return ix && q_idhack_query(a->filter, id) ? ix : NULL;
 }
@@ -508,7 +508,7 @@ int q_find_by_id(md_db *db, q_coll *c, const q_find_args *a, bool *found, bson_t
     eng_rid rid;
     q_proj proj;
     *found = false;
-    q_index *ix = find_idhack(c, a, &id);
+    q_index *ix = find_idhack(db, c, a, &id);
     if (!ix)
         return Q_FIND_GENERAL;
     int rc = q_proj_init_query(&proj, a->projection, a->filter, err);

@@ -45,8 +45,10 @@ bool q_idhack_query(const bson_t *filter, bson_iter_t *id)
     }
 }
 
-q_index *q_idhack_index(q_coll *c)
+q_index *q_idhack_index(md_db *db, q_coll *c)
 {
+    if (db->no_fast)
+        return NULL;
     q_index *ix = c->nidx > 0 && strcmp(c->idx[0]->name, "_id_") == 0 ? c->idx[0]
                                                                        : q_index_find(c, "_id_");
     return ix && !ix->hashed && !ix->partial ? ix : NULL;

@@ -139,6 +139,11 @@ struct md_db {
     pthread_mutex_t cap_mu;
     pthread_cond_t cap_cv;
     int cap_waiters;
+    /* Open option internalQueryFastPaths: false turns off IDHACK
+     * execution, in-place updates, the affected-index check and the typed
+     * API's direct statements, so that tests can compare them with the
+     * general path (the results must be identical). */
+    bool no_fast;
 };
 
 /* ---- locks (q_lock.c) ----------------------------------------------------- */
@@ -247,8 +252,9 @@ void q_coll_unlock(md_db *db, q_coll *c);
 /* Is filter exactly {_id: v} with a v the _id index answers exactly?  *id
  * (may be NULL) gets v. */
 bool q_idhack_query(const bson_t *filter, bson_iter_t *id);
-/* c's "_id_" index, or NULL (then the general path runs). */
-q_index *q_idhack_index(q_coll *c);
+/* c's "_id_" index, or NULL (then the general path runs; also when db's
+ * fast paths are off). */
+q_index *q_idhack_index(md_db *db, q_coll *c);
 /* The rid the _id index holds for value id: 0, MD_NOTFOUND, or an engine
  * error.  Counts the key examined (serverStatus metrics.queryExecutor). */
 int q_idhack_rid(md_db *db, q_index *ix, const bson_iter_t *id, eng_rid *rid);
@@ -544,6 +550,27 @@ int64_t q_now_ms(void);
 /* Zeroed memory aligned for structs that embed a bson_t (which asks for
  * 128-byte alignment); release with free(). */
 void *q_zalloc(size_t size);
+
+/* ---- write statements (q_cmd_crud.c) -----------------------------------------
+ * One statement of insert / update / delete, executed the same way whether
+ * the command parser or the typed API (q_api.c) built it; the caller holds
+ * the database lock (q_op_enter) and has checked q_write_allowed. */
+typedef struct q_upd_stmt {
+    bson_t q, u, af; /* af: arrayFilters, when has_af (views) */
+    bool upsert, multi, has_af;
+} q_upd_stmt;
+typedef struct q_upd_out {
+    int64_t n, modified;
+    bool upserted;
+    bson_t id; /* the upserted _id, as {_id: value} (initialized by the caller) */
+} q_upd_out;
+int q_update_exec(md_db *db, const char *coll, bool durable, const q_upd_stmt *s,
+                  q_upd_out *o, md_error *err);
+/* Delete up to limit (0: all) documents matching q; *n counts them. */
+int q_delete_exec(md_db *db, const char *coll, bool durable, const bson_t *q, int64_t limit,
+                  int64_t *n, md_error *err);
+/* Insert doc (checked and given an _id by q_doc_prepare_insert) into c. */
+int q_insert_exec(md_db *db, q_coll *c, const bson_t *doc, bool durable, md_error *err);
 
 /* command handlers, one group per file */
 int q_cmd_insert(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);

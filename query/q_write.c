@@ -450,15 +450,16 @@ static void build_patched(upd_state *s, const bson_t *old)
 /* Everything an update needs from the old document, computed while its
  * view is still valid.  0 with changed=false: nothing to write.  want_nd:
  * the caller needs the new document. */
-static int update_prepare(q_coll *c, const bson_t *old, const q_update *u, const char *pos,
-                          bool want_nd, upd_state *s, bool *changed, md_error *err)
+static int update_prepare(md_db *db, q_coll *c, const bson_t *old, const q_update *u,
+                          const char *pos, bool want_nd, upd_state *s, bool *changed,
+                          md_error *err)
 {
     bool dmg = eng_rs_has_damages(c->rs), any_keys = false;
     int rc;
     s->old_len = old->len;
     for (size_t i = 0; i < c->nidx; i++)
-        any_keys |= !(s->skip[i] = !index_affected(c->idx[i], u));
-    if (q_update_inplace(u, old, &s->src, &s->dmg, changed) == 0) {
+        any_keys |= !(s->skip[i] = !db->no_fast && !index_affected(c->idx[i], u));
+    if (!db->no_fast && q_update_inplace(u, old, &s->src, &s->dmg, changed) == 0) {
         s->inplace = true;
         if (!*changed)
             return 0;
@@ -578,7 +579,7 @@ static int update_attempt(md_db *db, q_coll *c, const q_target *tg, const q_upda
     res->rid = rid;
     if (!rc && found && (!tg->m || q_matcher_matches_pos(tg->m, &old, pos, sizeof pos))) {
         res->matched = true;
-        rc = update_prepare(c, &old, u, pos, after != NULL, &s, &changed, err);
+        rc = update_prepare(db, c, &old, u, pos, after != NULL, &s, &changed, err);
         if (!rc && before)
             bson_concat(before, &old);
         if (!rc && after)
