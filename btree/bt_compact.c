@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "bt_int.h"
+#include "eng_log.h"
 
 /* Copy the page at `from` (in t's file) and everything below it into nt's
  * file; *to gets the new address. */
@@ -101,7 +102,7 @@ void bt_compact_pending(bt_engine *e)
         t->compact = false;
         if (tree_compact(e, t, &err) != 0) {
             e->last_err = err;
-            fprintf(stderr, "btree: compact of %s failed: %s\n", t->ident, err.message);
+            eng_log("btree: compact of %s failed: %s", t->ident, err.message);
         }
     }
 }

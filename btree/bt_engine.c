@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "bt_int.h"
+#include "eng_log.h"
 
 /* ---- trees and handles ------------------------------------------------------- */
 
@@ -194,7 +195,7 @@ void bt_commit_checkpoint(bt_engine *e, bool want)
         int rc = bt_checkpoint(e, &cerr);
         if (rc != 0) {
             bt_checkpoint_failed(e, rc, &cerr);
-            fprintf(stderr, "btree: checkpoint failed: %s\n", cerr.message);
+            eng_log("btree: checkpoint failed: %s", cerr.message);
         }
     }
     bt_cache_check(e);
@@ -335,7 +336,7 @@ static void bt_close(eng_engine *eh)
     while (e->open) /* eng.h: only the closing thread's, if any */
         bt_txn_abort(&e->open->hdr);
     if (!e->crashed && bt_checkpoint(e, &err) != 0)
-        fprintf(stderr, "btree: checkpoint at close failed: %s\n", err.message);
+        eng_log("btree: checkpoint at close failed: %s", err.message);
     engine_free(e);
 }
 

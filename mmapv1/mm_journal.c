@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "eng_log.h"
 #include "mm_int.h"
 
 struct mm_journal {
@@ -405,8 +406,8 @@ int mm_journal_recover(mm_engine *e, uint64_t *last_seq, int64_t *replayed, bool
     *damaged = s.damaged;
     if (s.damaged) {
         snprintf(e->jdamage, sizeof e->jdamage, "%s", s.stop);
-        fprintf(stderr, "mmapv1: the journal is damaged before its end, in %s: replay stopped "
-                        "after section %llu; the data files may be inconsistent\n",
+        eng_log("mmapv1: the journal is damaged before its end, in %s: replay stopped "
+                "after section %llu; the data files may be inconsistent",
                 s.stop, (unsigned long long)last);
     }
     for (int i = 0; i < s.nfds; i++) {
@@ -497,7 +498,7 @@ static void set_failed(mm_journal *j, int rc)
     if (!j->failed)
         j->failed = rc;
     pthread_mutex_unlock(&j->mu);
-    fprintf(stderr, "mmapv1: journal write failed (%s); refusing further writes\n", j->emsg);
+    eng_log("mmapv1: journal write failed (%s); refusing further writes", j->emsg);
 }
 
 static int apply_shared(void *ctx, int32_t file, uint32_t ofs, const uint8_t *data,

@@ -8,6 +8,7 @@
 
 #include "test_bt_util.h"
 #include "bt_int.h"
+#include "../engine/t_log.h"
 
 /* The compressor contract: "if it didn't shrink, store it raw". */
 Test(bt_compress, incompressible_input_reports_failure)
@@ -173,9 +174,14 @@ Test(bt_ckpt, crash_mid_compact_keeps_old_file)
     eng_rs_get_stats(rs, &s);
     int64_t full = s.storage_size;
     bt_test_set_crash(BE, BT_CRASH_BEFORE_TURTLE);
+    t_log_begin();
     compact_now(rs);
     eng_rs_close(rs);
     eng_close(BE);
+    char *log = t_log_end();
+    cr_assert_str_eq(log, "btree: checkpoint failed: btree: test crash\n",
+                     "the crashed checkpoint says so, once");
+    free(log);
     cr_assert_eq(bt_files(), 3, "meta, the old file and the unfinished copy");
     bt_open_with("none", 0);
     cr_assert_eq(bt_files(), 2, "the unfinished copy is removed at open");

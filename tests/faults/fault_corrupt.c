@@ -30,10 +30,16 @@
  *     document must be valid BSON, and the index scans must agree with the
  *     full scan unless validate reported the damage.
  *
+ * The engines' messages are captured (t_log.h) and checked round by round:
+ * only a round that flipped a byte in the mmapv1 journal may say "the
+ * journal is damaged before its end", naming that file; a btree
+ * checkpoint that fails at close must name the damaged directory.
+ *
  * MINIDOC_CORRUPT_ROUNDS (default 300 per engine) and MINIDOC_CRASH_SEED.
  */
 #include "../crash/crash_util.h"
 #include "fault_io.h"
+#include "../engine/t_log.h"
 
 #include <dirent.h>
 #include <execinfo.h>
@@ -384,6 +390,33 @@ static void check_round(const char *dir, const char *engine, const char *file, c
     _exit(R_UNDETECTED);
 }
 
+/* The engine's messages in round r: "the journal is damaged" only when the
+ * flip was in the journal, naming a journal file of the round's directory;
+ * a failed checkpoint naming that directory; nothing else. */
+static void check_round_log(long *pos, const char *work, const char *file, int r)
+{
+    static const char jdamage[] = "mmapv1: the journal is damaged before its end, in ";
+    static const char *const ckpt[] = {"btree: checkpoint at close failed: ",
+                                       "btree: checkpoint failed: ", NULL};
+    char *log = t_log_next(pos), jdir[200];
+    snprintf(jdir, sizeof jdir, "%s/journal/j._", work);
+    cr_assert(!*log || log[strlen(log) - 1] == '\n');
+    for (char *l = log, *nl; *l; l = nl + 1) {
+        nl = strchr(l, '\n');
+        *nl = '\0';
+        bool ok;
+        if (strncmp(l, jdamage, sizeof jdamage - 1) == 0)
+            ok = strstr(l, jdir) && strstr(file, "journal/");
+        else
+            ok = t_log_lines(l, ckpt, work, NULL, 0) == 1 &&
+                 (strncmp(l, ckpt[0], strlen(ckpt[0])) == 0 ||
+                  strncmp(l, ckpt[1], strlen(ckpt[1])) == 0) &&
+                 strstr(l, work);
+        cr_assert(ok, "round %d (a flip in %s): unexpected engine message: %s", r, file, l);
+    }
+    free(log);
+}
+
 static void corrupt_rounds(const char *engine, int rounds)
 {
     char base[64], work[80];
@@ -428,6 +461,8 @@ static void corrupt_rounds(const char *engine, int rounds)
     int nf = list_files(base, "", files, 0, 64);
     cr_assert_gt(nf, 3);
     outcome out = {0};
+    long logpos = 0;
+    t_log_begin();
     int only = env_int("MINIDOC_CORRUPT_ROUND", -1); /* rerun one round of a seed */
     for (int r = 0; r < rounds; r++) {
         if (only >= 0 && r != only)
@@ -476,6 +511,7 @@ static void corrupt_rounds(const char *engine, int rounds)
             _exit(2);
         }
         cr_assert_eq(waitpid(pid, &st, 0), pid);
+        check_round_log(&logpos, work, file, r);
         if (!(WIFEXITED(st) && WEXITSTATUS(st) >= R_OPEN) && getenv("MINIDOC_CORRUPT_KEEPGOING")) {
             fprintf(stderr, "VIOLATION %s round %d: %d byte(s) flipped in %s at offset %lld: %s %d\n",
                     engine, r, run, file, (long long)at, WIFEXITED(st) ? "exit" : "signal",
@@ -497,6 +533,7 @@ static void corrupt_rounds(const char *engine, int rounds)
         case R_UNDETECTED: out.undetected++; break;
         }
     }
+    free(t_log_end());
     snap_free(&ref);
     snap_free(&ref_last);
     nftw(base, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
@@ -619,7 +656,14 @@ Test(corrupt, mmapv1_journal_damage_is_reported)
     bson_t *o = corrupt_opts("mmapv1");
     md_db *db;
     md_error err;
+    t_log_begin();
     cr_assert_eq(md_db_open(dir, o, &db, &err), 0, "%s", err.message);
+    char *log = t_log_end(), said[300];
+    snprintf(said, sizeof said, "mmapv1: the journal is damaged before its end, in %s at offset %lld: ",
+             path, (long long)at);
+    cr_assert(strncmp(log, said, strlen(said)) == 0 && t_log_count(log, "") == 1,
+              "open says where the journal is damaged, once: %s", log);
+    free(log);
     bool valid = true;
     char msg[2048];
     cr_assert_eq(validate_coll(db, "a", &valid, msg, sizeof msg), 0);

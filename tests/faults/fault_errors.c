@@ -13,6 +13,9 @@
  *   - the process does not crash, and after the first failed write the
  *     handle refuses writes (or they succeed: never half-applied);
  *   - closing the database with the fault still active does not crash;
+ *   - the engine's messages (captured, not printed) are a failed journal
+ *     write or checkpoint naming the error; a fault the engine keeps (a
+ *     journal or log write, or any sticky one) is said at least once;
  *   - after clearing the fault and reopening, validate is clean and the
  *     collection is the model after some prefix of the writes that holds
  *     every acknowledged one (the failed write is there entirely or not at
@@ -20,6 +23,7 @@
  */
 #include "../crash/crash_util.h"
 #include "fault_io.h"
+#include "../engine/t_log.h"
 
 typedef struct fcase {
     const char *engine;
@@ -74,6 +78,23 @@ static void check_code(const fcase *c, int code, const char *msg, const char *wh
               "%s %s: the message does not name the file: %s", c->engine, where, msg);
 }
 
+/* What the engine said while the fault was on (captured by t_log). */
+static void check_log(const fcase *c, const char *dir, long injected)
+{
+    static const char *const forms[] = {"mmapv1: journal write failed (",
+                                        "btree: checkpoint failed: ",
+                                        "btree: checkpoint at close failed: ", NULL};
+    char *log = t_log_end(), bad[1024], said[300];
+    int lines = t_log_lines(log, forms, dir, bad, sizeof bad);
+    cr_assert(!bad[0], "%s %s: unexpected engine message: %s", c->engine, c->pat, bad);
+    snprintf(said, sizeof said, ": %s", strerror(c->err));
+    bool kept = c->sticky || strcmp(c->engine, "mmapv1") == 0 || strstr(c->pat, "/log/");
+    if (injected > 0 && kept && c->ops != FIO_ALLOC)
+        cr_assert(lines > 0 && t_log_count(log, said) > 0,
+                  "%s %s: the engine did not say '%s': %s", c->engine, c->pat, said, log);
+    free(log);
+}
+
 static void run_case(const fcase *c)
 {
     char dir[64], msg[1024];
@@ -87,6 +108,7 @@ static void run_case(const fcase *c)
     md_db *db;
     md_error err;
     cr_assert_eq(md_db_open(dir, o, &db, &err), 0, "open: %s", err.message);
+    t_log_begin();
 
     op *ops = calloc(MAXOPS, sizeof *ops);
     int n = 0, acked = 0, failed_at = -1, fsync_failures = 0;
@@ -149,6 +171,7 @@ static void run_case(const fcase *c)
                   c->engine, c->pat);
     md_db_close(db); /* with the fault still on when sticky */
     fio_reset();
+    check_log(c, dir, injected);
 
     cr_assert_eq(md_db_open(dir, o, &db, &err), 0, "%s: reopen after the fault: %s", c->engine,
                  err.message);

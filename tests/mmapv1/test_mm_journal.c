@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "test_mm_util.h"
+#include "../engine/t_log.h"
 
 /* ---- sections in memory -------------------------------------------------- */
 
@@ -355,7 +356,15 @@ Test(mm_journal, damaged_middle_section_stops_replay_and_is_reported)
     uint8_t z[MM_J_SECT_HDR] = {0};
     cr_assert_eq(pwrite(fd, z, sizeof z, at[5]), (ssize_t)sizeof z);
     close(fd);
+    t_log_begin();
     cr_assert_eq(mmt_try_open(&t), 0, "%s", t.err.message);
+    char *log = t_log_end(), want[400];
+    snprintf(want, sizeof want, "mmapv1: the journal is damaged before its end, in %s at offset %lld: "
+             "replay stopped after section ", path, (long long)at[5]);
+    cr_assert(strncmp(log, want, strlen(want)) == 0 && t_log_count(log, "") == 1 &&
+                  strstr(log, "; the data files may be inconsistent\n"),
+              "open says where the journal is damaged, once: %s", log);
+    free(log);
     cr_assert_eq(dur_stat(&t, "sectionsReplayed"), 5);
     eng_rs *rs;
     eng_validate v;
