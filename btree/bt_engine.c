@@ -671,6 +671,7 @@ const eng_ops bt_engine_ops = {
     .ss_size = bt_ss_size,
     .ss_entries = bt_ss_entries,
     .ss_validate = bt_ss_validate,
+    .ss_find = bt_ss_find,
     .ss_cursor_open = bt_ss_cursor_open,
     .ss_cursor_seek = bt_ss_cursor_seek,
     .ss_cursor_next = bt_ss_cursor_next,

@@ -575,6 +575,27 @@ static int ss_refresh(bt_ss_cursor *c)
                    SS_AFTER);
 }
 
+/* eng_ss_find: one positioning under the shared latch, no cursor. */
+int bt_ss_find(eng_ss *ss, const uint8_t *key, uint32_t klen, eng_rid *rid)
+{
+    bt_engine *e = BT_ENG(ss);
+    md_error err = {0};
+    bt_cur cur;
+    memset(&cur, 0, sizeof cur);
+    bt_read_check(e);
+    bt_latch_shared(e);
+    int rc = bt_cur_find(e, bt_txn_mine(e), BT_TREE(ss), &cur, key, klen, ENG_RID_NONE, true,
+                         true, false, &err);
+    eng_note_error(rc, &err);
+    bt_unlatch(e);
+    if (rc == 0 && (cur.key.n != klen || (klen && memcmp(cur.key.p, key, klen) != 0)))
+        rc = MD_NOTFOUND;
+    if (rc == 0)
+        *rid = cur.rid;
+    bt_cur_cleanup(&cur);
+    return rc;
+}
+
 int bt_ss_cursor_seek(eng_ss_cursor *ch, const uint8_t *key, uint32_t klen, eng_rid rid)
 {
     return ss_find((bt_ss_cursor *)ch, key, klen, rid, true, true, false, SS_AFTER);

@@ -1357,6 +1357,23 @@ int mm_bt_cursor_seek(mm_bt_cursor *c, const uint8_t *key, uint32_t klen, eng_ri
     return cur_land(c, rc, loc, idx, CUR_AFTER);
 }
 
+int mm_bt_find(mm_bt *bt, const uint8_t *key, uint32_t klen, eng_rid *rid)
+{
+    bt_target tg = {key, klen, ENG_RID_NONE, 0};
+    mm_bt_loc loc = 0;
+    unsigned idx = 0;
+    bt_item e;
+
+    assert(bt && key && rid);
+    int rc = bt_lower_bound(bt, &tg, &loc, &idx, &e, NULL);
+    if (rc)
+        return rc;
+    if (e.klen != klen || memcmp(e.key, key, klen) != 0)
+        return MD_NOTFOUND;
+    *rid = e.rid;
+    return 0;
+}
+
 int mm_bt_cursor_next(mm_bt_cursor *c)
 {
     assert(c);

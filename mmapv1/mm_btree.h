@@ -48,6 +48,10 @@ typedef struct mm_bt_pager {
 typedef struct mm_bt mm_bt;
 typedef struct mm_bt_cursor mm_bt_cursor;
 
+/* The rid of the first entry whose key equals key (eng_ss_find), with no
+ * cursor: 0 or MD_NOTFOUND. */
+int mm_bt_find(mm_bt *bt, const uint8_t *key, uint32_t klen, eng_rid *rid);
+
 /* The tree keeps a copy of *pager (ctx is borrowed).  Caller owns *out. */
 int mm_bt_open(const mm_bt_pager *pager, mm_bt **out);
 void mm_bt_close(mm_bt *bt);

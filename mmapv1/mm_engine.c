@@ -384,6 +384,7 @@ const eng_ops mm_engine_ops = {
     .ss_entries = mm_ss_entries,
     .ss_validate = mm_ss_validate,
 
+    .ss_find = mm_ss_find,
     .ss_cursor_open = mm_ss_cursor_open,
     .ss_cursor_seek = mm_ss_cursor_seek,
     .ss_cursor_next = mm_ss_cursor_next,

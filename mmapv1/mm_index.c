@@ -244,6 +244,11 @@ int mm_ss_validate(eng_ss *ss_, eng_validate *v)
     return mm_bt_validate(ss->bt, v);
 }
 
+int mm_ss_find(eng_ss *ss, const uint8_t *key, uint32_t klen, eng_rid *rid)
+{
+    return mm_bt_find(SS(ss)->bt, key, klen, rid);
+}
+
 /* ---- cursors ------------------------------------------------------------------------ */
 
 int mm_ss_cursor_open(eng_ss *ss, eng_ss_cursor **out)

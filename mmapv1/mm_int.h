@@ -842,6 +842,7 @@ int mm_ss_truncate(eng_ss *ss, eng_txn *t);
 int64_t mm_ss_size(eng_ss *ss);
 int64_t mm_ss_entries(eng_ss *ss);
 int mm_ss_validate(eng_ss *ss, eng_validate *v);
+int mm_ss_find(eng_ss *ss, const uint8_t *key, uint32_t klen, eng_rid *rid);
 int mm_ss_cursor_open(eng_ss *ss, eng_ss_cursor **out);
 int mm_ss_cursor_seek(eng_ss_cursor *c, const uint8_t *key, uint32_t klen, eng_rid rid);
 int mm_ss_cursor_next(eng_ss_cursor *c);

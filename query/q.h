@@ -106,8 +106,13 @@ typedef struct q_update q_update;
 typedef struct q_damages {
     eng_damage *v;
     size_t n, cap;
+    eng_damage *fixed; /* caller's storage (q_damages_init_fixed), never freed */
 } q_damages;
 void q_damages_init(q_damages *d);
+/* Start in `space` (cap entries); moves to the heap only if outgrown. */
+void q_damages_init_fixed(q_damages *d, eng_damage *space, size_t cap);
+/* Room for one more entry. */
+void q_damages_reserve1(q_damages *d);
 void q_damages_cleanup(q_damages *d);
 
 /*

@@ -1278,15 +1278,37 @@ static int apply_replacement(q_uctx *c, q_buf *dst)
 void q_damages_init(q_damages *d)
 {
     assert(d);
-    d->v = NULL;
+    d->v = d->fixed = NULL;
     d->n = d->cap = 0;
+}
+
+void q_damages_init_fixed(q_damages *d, eng_damage *space, size_t cap)
+{
+    d->v = d->fixed = space;
+    d->n = 0;
+    d->cap = cap;
+}
+
+void q_damages_reserve1(q_damages *d)
+{
+    if (d->n < d->cap)
+        return;
+    size_t cap = d->cap ? 2 * d->cap : 8;
+    if (d->v && d->v == d->fixed) {
+        d->v = bson_malloc(cap * sizeof *d->v);
+        memcpy(d->v, d->fixed, d->n * sizeof *d->v);
+    } else {
+        d->v = bson_realloc(d->v, cap * sizeof *d->v);
+    }
+    d->cap = cap;
 }
 
 void q_damages_cleanup(q_damages *d)
 {
     if (!d)
         return;
-    bson_free(d->v);
+    if (d->v != d->fixed)
+        bson_free(d->v);
     q_damages_init(d);
 }
 
@@ -1307,10 +1329,7 @@ static void damages_compute(q_damages *d, const uint8_t *a, const uint8_t *b, ui
             last->len = i + 1 - last->src_ofs;
             continue;
         }
-        if (d->n == d->cap) {
-            d->cap = d->cap ? 2 * d->cap : 8;
-            d->v = bson_realloc(d->v, d->cap * sizeof *d->v);
-        }
+        q_damages_reserve1(d);
         d->v[d->n++] = (eng_damage){i, i, 1};
     }
 }

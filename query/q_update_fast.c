@@ -52,10 +52,7 @@ static void dmg_push(q_damages *d, uint32_t src, uint32_t dst, uint32_t len)
         last->len += len;
         return;
     }
-    if (d->n == d->cap) {
-        d->cap = d->cap ? 2 * d->cap : 8;
-        d->v = bson_realloc(d->v, d->cap * sizeof *d->v);
-    }
+    q_damages_reserve1(d);
     d->v[d->n++] = (eng_damage){src, dst, len};
 }
 

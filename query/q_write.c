@@ -9,6 +9,7 @@
  * the handle into the failed state (invariant 4).
  */
 #include <assert.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -333,14 +334,16 @@ typedef struct upd_state {
     q_keyset *oldk, *newk;
     uint32_t old_len;
     bool skip[Q_INDEXES_MAX];
+    uint8_t src_space[256];      /* a few changed fields need no heap */
+    eng_damage dmg_space[16];
 } upd_state;
 
 static void upd_state_init(upd_state *s)
 {
-    memset(s, 0, sizeof *s);
+    memset(s, 0, offsetof(upd_state, src_space));
     bson_init(&s->nd);
-    q_buf_init(&s->src);
-    q_damages_init(&s->dmg);
+    q_buf_init_fixed(&s->src, s->src_space, sizeof s->src_space);
+    q_damages_init_fixed(&s->dmg, s->dmg_space, sizeof s->dmg_space / sizeof *s->dmg_space);
 }
 
 static void upd_state_cleanup(q_coll *c, upd_state *s)
@@ -351,7 +354,7 @@ static void upd_state_cleanup(q_coll *c, upd_state *s)
     q_buf_cleanup(&s->src);
     bson_destroy(&s->nd);
     bson_free(s->ndbuf);
-    memset(s, 0, sizeof *s);
+    memset(s, 0, offsetof(upd_state, src_space));
 }
 
 /* Could u change ix's keys?  A partial index's membership depends on
