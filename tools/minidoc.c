@@ -3,6 +3,8 @@
  *
  *   minidoc --dbpath DIR [--engine NAME] [--dbname NAME] [--smallfiles]
  *           [--opts '<json>'] run            one command per stdin line
+ *   minidoc ... run --stop-on-error          ... up to the first ok: 0 reply,
+ *                                            then exit 1
  *   minidoc ... eval '<command>'             one command; exit 1 if ok: 0
  *
  * Commands are extended JSON; replies are relaxed extended JSON, one per
@@ -22,18 +24,20 @@
 
 typedef struct cli {
     const char *dbpath, *engine, *dbname, *opts_json, *mode, *eval_cmd;
-    bool smallfiles;
+    bool smallfiles, stop_on_error;
 } cli;
 
 static void usage(FILE *f)
 {
     fprintf(f,
             "usage: minidoc --dbpath DIR [--engine btree|mmapv1|ephemeralForTest] [--dbname NAME]\n"
-            "               [--smallfiles] [--opts '<json>'] (run | eval '<command>')\n"
+            "               [--smallfiles] [--opts '<json>'] (run [--stop-on-error] | eval '<command>')\n"
             "\n"
             "  run     read one command per line from stdin (extended JSON); write one\n"
             "          reply per line (relaxed extended JSON).  Blank lines and lines\n"
-            "          starting with '#' are skipped.\n"
+            "          starting with '#' are skipped.  Exit status 0 whatever the replies,\n"
+            "          unless --stop-on-error: then stop after the first reply with ok: 0\n"
+            "          (a line that does not parse included) and exit 1.\n"
             "  eval    run one command; exit status 1 if the reply has ok: 0.\n"
             "\n"
             "  --dbpath DIR    database directory (created if missing)\n"
@@ -71,6 +75,8 @@ static int parse_args(int argc, char **argv, cli *c)
             *dst[k] = v;
         } else if (strcmp(argv[i], "--smallfiles") == 0) {
             c->smallfiles = true;
+        } else if (strcmp(argv[i], "--stop-on-error") == 0) {
+            c->stop_on_error = true;
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage(stdout);
             exit(0);
@@ -88,6 +94,10 @@ static int parse_args(int argc, char **argv, cli *c)
                 !c->dbpath ? "--dbpath is required"
                            : !c->mode ? "a mode (run or eval) is required"
                                       : "eval needs a command");
+        return -1;
+    }
+    if (c->stop_on_error && strcmp(c->mode, "run") != 0) {
+        fprintf(stderr, "minidoc: --stop-on-error is for run\n");
         return -1;
     }
     return 0;
@@ -126,11 +136,21 @@ static bson_t *open_options(const cli *c)
     return o;
 }
 
+/* The reply's ok field is true (1, 1.0, true).  A write error inside an
+ * ok: 1 reply (writeErrors) is not a failed command, as in MongoDB. */
+static bool reply_ok(const bson_t *reply)
+{
+    bson_iter_t it;
+    return bson_iter_init_find(&it, reply, "ok") && bson_iter_as_bool(&it);
+}
+
 /* Run one command line; print the reply.  Returns 0 when ok: 1. */
 static int run_line(md_db *db, const char *line)
 {
     bson_t reply;
     int rc = md_db_command_json(db, line, &reply, NULL);
+    if (rc == 0 && !reply_ok(&reply))
+        rc = -1;
     char *json = json_out_relaxed(&reply, NULL);
     printf("%s\n", json ? json : "{ \"ok\" : 0.0, \"errmsg\" : \"reply not printable\" }");
     fflush(stdout);
@@ -146,19 +166,22 @@ static bool skip_line(const char *line)
     return *line == '\0' || *line == '#';
 }
 
-static int run_stdin(md_db *db)
+/* Every line of stdin, or up to the first failed one with stop_on_error
+ * (then returns 1). */
+static int run_stdin(md_db *db, bool stop_on_error)
 {
     char *line = NULL;
     size_t cap = 0;
     ssize_t n;
-    while ((n = getline(&line, &cap, stdin)) >= 0) {
+    int rc = 0;
+    while (rc == 0 && (n = getline(&line, &cap, stdin)) >= 0) {
         while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
             line[--n] = '\0';
-        if (!skip_line(line))
-            run_line(db, line);
+        if (!skip_line(line) && run_line(db, line) != 0 && stop_on_error)
+            rc = 1;
     }
     free(line);
-    return 0;
+    return rc;
 }
 
 int main(int argc, char **argv)
@@ -181,7 +204,7 @@ int main(int argc, char **argv)
         return 1;
     }
     if (strcmp(c.mode, "run") == 0)
-        rc = run_stdin(db);
+        rc = run_stdin(db, c.stop_on_error);
     else
         rc = run_line(db, c.eval_cmd) != 0;
     md_db_close(db);

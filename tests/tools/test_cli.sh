@@ -5,8 +5,9 @@
 # and greps the replies for MongoDB-shaped fields: inserts, updates, finds,
 # collStats, validate and compact, the same session on mmapv1 and btree; a
 # bad line gets FailedToParse and the session goes on; usage errors exit 2;
-# eval exits 1 on ok: 0.  Also: btree is the default engine, a directory
-# keeps the engine that made it (code 28662 for another), and btree's block
+# eval exits 1 on ok: 0, and so does run --stop-on-error, at the first
+# ok: 0 reply.  Also: btree is the default engine, a directory keeps the
+# engine that made it (code 28662 for another), and btree's block
 # compressor is set per collection with create's storageEngine.btree
 # configString or for the database with the open options.  Doubles print
 # as the shortest text that reads back to them (2.3).
@@ -153,6 +154,31 @@ EOF
 expect "shortest doubles" "$(line "$out" 2)" '{ "_id" : 1, "x" : 2.3, "y" : [ 0.1, 1e+300, 5e-324, -0.0, 100000.0, { "$numberDouble" : "-Infinity" } ] }'
 expect "ok stays 1.0" "$(line "$out" 2)" '"ok" : 1.0'
 expect "17 digits when they are needed" "$(line "$out" 4)" '"firstBatch" : [ { "z" : 0.30000000000000004 } ]'
+
+# ---- run --stop-on-error: the first ok: 0 reply ends the session, exit 1 ------------
+session() {
+    printf '%s\n' '{"insert": "c", "documents": [{"_id": 1}]}' \
+        '{"insert": "c", "documents": [{"_id": 1}]}' '{"drop": "nope"}' '{"count": "c"}'
+}
+out=$(session | "$MINIDOC" --dbpath "$DIR/soe" --engine ephemeralForTest run --stop-on-error)
+expect_status "--stop-on-error exit status" 1 $?
+n=$(printf '%s\n' "$out" | wc -l)
+if [ "$n" -eq 3 ]; then ok; else ko "--stop-on-error: $n replies, expected 3 (up to the failed one)"; fi
+expect "--stop-on-error: a writeError is not ok: 0" "$(line "$out" 2)" '"code" : 11000'
+expect "--stop-on-error: the failed reply is printed" "$(line "$out" 3)" '"codeName" : "NamespaceNotFound"'
+out=$(session | "$MINIDOC" --dbpath "$DIR/soe2" --engine ephemeralForTest run)
+expect_status "run without --stop-on-error exits 0" 0 $?
+expect "run without --stop-on-error goes on" "$(line "$out" 4)" '"n" : 1'
+out=$(printf '%s\n' 'not json' '{"count": "c"}' |
+    "$MINIDOC" --stop-on-error --dbpath "$DIR/soe3" --engine ephemeralForTest run)
+expect_status "--stop-on-error on a line that does not parse" 1 $?
+n=$(printf '%s\n' "$out" | wc -l)
+if [ "$n" -eq 1 ]; then ok; else ko "--stop-on-error after FailedToParse: $n replies"; fi
+out=$(printf '%s\n' '{"count": "c"}' '{"count": "d"}' |
+    "$MINIDOC" --dbpath "$DIR/soe4" --engine ephemeralForTest run --stop-on-error)
+expect_status "--stop-on-error with every reply ok" 0 $?
+"$MINIDOC" --dbpath "$DIR/u" --stop-on-error eval '{"count": "c"}' >/dev/null 2>&1
+expect_status "--stop-on-error with eval is a usage error" 2 $?
 
 # ---- eval -------------------------------------------------------------------------
 out=$("$MINIDOC" --dbpath "$DIR/mmapv1" --opts "$OPTS" eval '{"drop": "nope"}')
