@@ -140,8 +140,10 @@ shared: $(SHLIB)
 .PHONY: $(PC_FILES)
 $(BUILD)/minidoc.pc $(BUILD)/minidoc-static.pc: minidoc.pc.in
 	@mkdir -p $(dir $@)
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
-	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(SO_VER)|g' \
+	sed -e 's|@PREFIX@|$(PREFIX)|g' \
+	    -e 's|@LIBDIR@|$(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))|g' \
+	    -e 's|@INCLUDEDIR@|$(patsubst $(PREFIX)/%,$${prefix}/%,$(INCLUDEDIR))|g' \
+	    -e 's|@VERSION@|$(SO_VER)|g' \
 	    -e '/^#/d' minidoc.pc.in > $@.tmp
 	if [ $(notdir $@) = minidoc-static.pc ]; then \
 	    sed -i -e 's|^Name: minidoc|Name: minidoc-static|' \
@@ -159,6 +161,7 @@ install: $(LIB) $(SHLIB) $(CLI) $(PC_FILES)
 	install -m 644 include/minidoc.h $(DESTDIR)$(INCLUDEDIR)/minidoc.h
 	install -m 755 $(CLI) $(DESTDIR)$(BINDIR)/minidoc
 	install -m 644 $(PC_FILES) $(DESTDIR)$(PCDIR)/
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then ldconfig || true; fi
 
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/libminidoc.a $(DESTDIR)$(LIBDIR)/libminidoc.so \
