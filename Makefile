@@ -129,7 +129,7 @@ $(BUILD)/pic/%.o: %.c
 	$(CC) $(CPPFLAGS) $(CFLAGS) -fPIC -MMD -MP -c $< -o $@
 
 $(SHLIB): $(PIC_OBJS) tools/libminidoc.map
-	$(CC) $(LDFLAGS) -shared -Wl,-soname,libminidoc.so.$(SO_MAJOR) \
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,libminidoc.so.$(SO_MAJOR) -Wl,--no-undefined \
 	    -Wl,--version-script=tools/libminidoc.map -o $@ $(PIC_OBJS) $(LDLIBS)
 
 shared: $(SHLIB)
