@@ -72,6 +72,9 @@ TOOL_OBJS := $(BUILD)/tools/json_out.o
 TEST_SRCS := $(wildcard tests/*/test_*.c)
 TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/%.o)
 TEST_BIN  := $(BUILD)/test_minidoc
+# steady-state finds and $inc by _id allocate nothing (it replaces malloc,
+# so it is a program of its own)
+ALLOC_BIN := $(BUILD)/alloc_steady
 # patterns/: the book's patterns as a library (linked into the tests too)
 # and the scenario runner build/patterns (patterns/runner*.c).
 PAT_MAIN  := $(wildcard patterns/runner*.c)
@@ -105,7 +108,10 @@ PC_FILES  := $(BUILD)/minidoc.pc $(BUILD)/minidoc-static.pc
 
 .PHONY: all deps demo test check bench crash test-tsan clean patterns install uninstall shared
 
-all: $(LIB) $(CLI) $(TEST_BIN) $(FAULT_BIN) $(if $(PAT_MAIN),$(PATTERNS))
+all: $(LIB) $(CLI) $(TEST_BIN) $(FAULT_BIN) $(ALLOC_BIN) $(if $(PAT_MAIN),$(PATTERNS))
+
+$(ALLOC_BIN): $(BUILD)/tests/query/alloc_steady.o $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # The Debian packages (tools/deps.sh): the library's set for everything but
 # the benchmarks, which check for their extras themselves.
@@ -192,6 +198,7 @@ test: deps
 	    tests/install/test_install.sh
 	$(FAULT_BIN) -j2 --short-filename
 	$(TEST_BIN) -j2 --short-filename
+	$(ALLOC_BIN)
 	$(if $(PAT_MAIN),$(PATTERNS) --quick --out $(BUILD)/patterns-out)
 
 check: test

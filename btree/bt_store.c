@@ -575,13 +575,36 @@ static int ss_refresh(bt_ss_cursor *c)
                    SS_AFTER);
 }
 
+/* eng_ss_find's position: one per thread, its key and value buffers kept
+ * between lookups (freed when the thread exits). */
+static __thread bt_cur *find_cur;
+static pthread_key_t find_key;
+static pthread_once_t find_once = PTHREAD_ONCE_INIT;
+
+static void find_cur_free(void *p)
+{
+    bt_cur_cleanup(p);
+    free(p);
+}
+
+static void find_key_make(void)
+{
+    pthread_key_create(&find_key, find_cur_free);
+}
+
 /* eng_ss_find: one positioning under the shared latch, no cursor. */
 int bt_ss_find(eng_ss *ss, const uint8_t *key, uint32_t klen, eng_rid *rid)
 {
     bt_engine *e = BT_ENG(ss);
     md_error err = {0};
-    bt_cur cur;
-    memset(&cur, 0, sizeof cur);
+    if (!find_cur) {
+        pthread_once(&find_once, find_key_make);
+        if (!(find_cur = calloc(1, sizeof *find_cur)))
+            return MD_ENOMEM;
+        pthread_setspecific(find_key, find_cur);
+    }
+    bt_cur cur = *find_cur; /* the buffers move in and out; no position is reused */
+    cur.have = cur.pos_ok = false;
     bt_read_check(e);
     bt_latch_shared(e);
     int rc = bt_cur_find(e, bt_txn_mine(e), BT_TREE(ss), &cur, key, klen, ENG_RID_NONE, true,
@@ -592,7 +615,7 @@ int bt_ss_find(eng_ss *ss, const uint8_t *key, uint32_t klen, eng_rid *rid)
         rc = MD_NOTFOUND;
     if (rc == 0)
         *rid = cur.rid;
-    bt_cur_cleanup(&cur);
+    *find_cur = cur;
     return rc;
 }
 

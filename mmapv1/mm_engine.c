@@ -155,6 +155,7 @@ static int make_dir(const char *dir, md_error *err)
 static void engine_free(mm_engine *e)
 {
     mm_journal_close(e); /* stops the flush thread first */
+    mm_txn_spare_free(e);
     mm_meta_free(e);
     mm_files_close(e);
     mm_lock_release(e);

@@ -512,6 +512,8 @@ typedef struct mm_engine {
                                   $nExtents gave them */
     int64_t nremaps;
     mm_txn *txn;     /* the active transaction, or NULL */
+    mm_txn *spare_txn; /* the last one ended, kept with its intent buffers
+                          so that steady-state writes allocate nothing */
     int32_t meta_slot;
     mm_meta_ent *meta; /* catalog: key -> record, sorted by key */
     size_t nmeta, meta_cap;
@@ -682,6 +684,7 @@ void mm_w64(mm_txn *t, int64_t *p, int64_t v);
 void mm_wloc(mm_txn *t, mm_loc *p, mm_loc v);
 void mm_wdbl(mm_txn *t, double *p, double v);
 int mm_txn_begin(eng_engine *e, eng_txn **out);
+void mm_txn_spare_free(mm_engine *e);
 int mm_txn_commit(eng_txn *t, bool durable, md_error *err);
 void mm_txn_abort(eng_txn *t);
 

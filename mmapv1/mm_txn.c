@@ -106,9 +106,11 @@ int mm_txn_begin(eng_engine *eng, eng_txn **out)
         return MD_EBUSY; /* one transaction at a time in this version */
     if (e->j && mm_journal_failed(e))
         return MD_EIO; /* the journal failed: refuse further writes */
-    mm_txn *t = calloc(1, sizeof *t);
-    if (!t)
+    mm_txn *t = e->spare_txn;
+    e->spare_txn = NULL;
+    if (!t && !(t = calloc(1, sizeof *t)))
         return MD_ENOMEM;
+    t->n = t->blen = 0;
     t->base.engine = eng;
     t->e = e;
     e->txn = t;
@@ -117,12 +119,29 @@ int mm_txn_begin(eng_engine *eng, eng_txn **out)
     return 0;
 }
 
+/* End t: kept as the engine's spare, or freed (mm_txn_spare_free at close). */
 static void txn_free(mm_txn *t)
 {
-    t->e->txn = NULL;
+    mm_engine *e = t->e;
+    e->txn = NULL;
+    if (!e->spare_txn) {
+        e->spare_txn = t;
+        return;
+    }
     free(t->v);
     free(t->buf);
     free(t);
+}
+
+void mm_txn_spare_free(mm_engine *e)
+{
+    mm_txn *t = e->spare_txn;
+    e->spare_txn = NULL;
+    if (t) {
+        free(t->v);
+        free(t->buf);
+        free(t);
+    }
 }
 
 /* msync the span of pages each file's intents touched. */

@@ -55,6 +55,20 @@ void q_buf_cleanup(q_buf *b);
 void q_buf_append(q_buf *b, const void *p, size_t n);
 void q_buf_putc(q_buf *b, uint8_t c);
 
+/* ---- per-thread operation memory (q_arena.c) ------------------------------ */
+typedef struct q_arena {
+    struct q_arena_chunk *head;
+} q_arena; /* zero-initialized: empty */
+/* Zeroed, 16-byte aligned; lives until q_arena_release(a).  Cannot fail
+ * (libbson's allocator aborts on exhaustion). */
+void *q_arena_alloc(q_arena *a, size_t n);
+/* Same, aligned to `align` (a power of two; bson_t and bson_iter_t ask for
+ * 128). */
+void *q_arena_alloc_aligned(q_arena *a, size_t n, size_t align);
+char *q_arena_strdup(q_arena *a, const char *s);
+/* End every object of a; its chunks return to the thread's spares. */
+void q_arena_release(q_arena *a);
+
 /* qsort that accepts an empty or NULL array (qsort's pointer must not be
  * NULL, even for zero elements). */
 static inline void q_sort(void *base, size_t n, size_t size,

@@ -708,12 +708,51 @@ struct md_cursor {
     md_error err;
 };
 
+/*
+ * Each thread keeps the last cursor it destroyed, with its batch buffer,
+ * for its next find: a loop of finds by _id then allocates nothing.  The
+ * spare is freed when the thread exits.
+ */
+static __thread md_cursor *spare_cursor;
+static pthread_key_t spare_key;
+static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
+
+static void spare_free(void *p)
+{
+    md_cursor *c = p;
+    bson_destroy(&c->batch);
+    free(c);
+}
+
+static void spare_key_make(void)
+{
+    pthread_key_create(&spare_key, spare_free);
+}
+
+/* A cursor with every field reset; the batch keeps its buffer. */
+static md_cursor *cursor_new(void)
+{
+    md_cursor *c = spare_cursor;
+    if (!c) {
+        c = q_zalloc(sizeof *c);
+        assert(c);
+        bson_init(&c->batch);
+        return c;
+    }
+    spare_cursor = NULL;
+    pthread_setspecific(spare_key, NULL);
+    bson_reinit(&c->batch);
+    c->id = c->batch_size = 0;
+    c->started = c->done = c->failed = c->tailable = c->single = false;
+    md_error_clear(&c->err);
+    return c;
+}
+
 md_cursor *md_collection_find_with_opts(md_collection *coll, const bson_t *filter,
                                         const bson_t *opts)
 {
     bson_iter_t it;
-    md_cursor *c = q_zalloc(sizeof *c);
-    assert(c);
+    md_cursor *c = cursor_new();
     c->db = coll->db;
     snprintf(c->name, sizeof c->name, "%s", coll->name);
     if (filter)
@@ -730,7 +769,6 @@ md_cursor *md_collection_find_with_opts(md_collection *coll, const bson_t *filte
     c->await_ms = -1;
     if (bson_iter_init_find(&it, &c->opts, "maxAwaitTimeMS") && !q_iter_int64(&it, &c->await_ms))
         c->await_ms = -1;
-    bson_init(&c->batch);
     return c;
 }
 
@@ -815,11 +853,8 @@ static bool find_by_id(md_cursor *c)
     md_db *db = c->db;
     q_op_enter(db, Q_MODE_IS, NULL, true);
     q_coll *qc = q_coll_find(db, c->name);
-    bson_destroy(&c->batch);
     int rc = qc ? q_find_by_id(db, qc, &a, &found, &c->batch, &c->err) : Q_FIND_GENERAL;
     q_op_leave(db);
-    if (!found)
-        bson_init(&c->batch);
     if (rc == Q_FIND_GENERAL)
         return false;
     c->started = true;
@@ -898,8 +933,14 @@ void md_cursor_destroy(md_cursor *c)
         bson_destroy(&r);
         bson_destroy(&cmd);
     }
-    bson_destroy(&c->batch);
     bson_destroy(&c->filter);
     bson_destroy(&c->opts);
-    free(c);
+    if (spare_cursor) {
+        bson_destroy(&c->batch);
+        free(c);
+        return;
+    }
+    pthread_once(&spare_once, spare_key_make);
+    spare_cursor = c;
+    pthread_setspecific(spare_key, c);
 }

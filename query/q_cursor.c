@@ -523,10 +523,15 @@ int q_find_by_id(md_db *db, q_coll *c, const q_find_args *a, bool *found, bson_t
         rc = q_idhack_get(db, c, ix, &id, &rid, &view, err);
         if (rc == 0) {
             *found = true;
-            if (proj.active)
-                q_proj_apply(&proj, &view, out);
-            else
-                bson_copy_to(&view, out);
+            bson_reinit(out);
+            if (proj.active) {
+                bson_t p;
+                q_proj_apply(&proj, &view, &p);
+                bson_concat(out, &p);
+                bson_destroy(&p);
+            } else {
+                bson_concat(out, &view);
+            }
             Q_COUNT(db->m.returned, 1);
         }
         q_coll_unlock(db, c);
@@ -541,15 +546,15 @@ int q_cursor_find(md_db *db, q_coll *c, const char *ns, const q_find_args *a, bs
                   md_error *err)
 {
     bool exhausted, found;
-    bson_t doc, *docs[1] = {&doc};
+    bson_t doc = BSON_INITIALIZER, *docs[1] = {&doc};
     int rc = q_find_by_id(db, c, a, &found, &doc, err);
     if (rc != Q_FIND_GENERAL) {
         if (!rc)
             q_cursor_reply_array(reply, ns, docs, found);
-        if (found)
-            bson_destroy(&doc);
+        bson_destroy(&doc);
         return rc;
     }
+    bson_destroy(&doc);
     q_cursor *cur = q_zalloc(sizeof *cur);
     assert(cur);
     cur->db = db;

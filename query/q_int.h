@@ -480,8 +480,9 @@ typedef struct q_find_cmd {
 int q_find_parse(md_db *db, const bson_t *cmd, q_find_cmd *p, md_error *err);
 void q_find_cmd_cleanup(q_find_cmd *p);
 /* IDHACK find (q_cursor.c): when a is {_id: v} (see q_idhack_query) with
- * no hint, skip, tailable or zero batch size, 0 with *found and `out`
- * (initialized when found) the projected document; Q_FIND_GENERAL (> 0)
+ * no hint, skip, tailable or zero batch size, 0 with *found and `out` (an
+ * initialized document, reused: bson_reinit keeps its buffer) holding the
+ * projected document when found; Q_FIND_GENERAL (> 0)
  * when the general path must answer.  Under the database lock. */
 #define Q_FIND_GENERAL 1
 int q_find_by_id(md_db *db, q_coll *c, const q_find_args *a, bool *found, bson_t *out,

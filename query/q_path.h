@@ -33,11 +33,14 @@ typedef struct q_path {
     char *buf;         /* copy of the path, each '.' replaced by NUL */
     const char **part; /* part[i] points into buf */
     size_t n;          /* number of components, >= 1 */
+    bool in_arena;     /* buf and part belong to an arena (not freed here) */
 } q_path;
 
 /* Split `dotted` (len bytes, or -1 for strlen).  Returns false (and leaves p
  * empty) if the path or one of its components is empty. */
 bool q_path_init(q_path *p, const char *dotted, int len);
+/* Same, the copy drawn from arena a (q_path_cleanup only forgets it). */
+bool q_path_init_arena(q_path *p, const char *dotted, int len, q_arena *a);
 void q_path_cleanup(q_path *p);
 /* "a.b.c" of parts [from, to). */
 void q_path_join(q_buf *b, const q_path *p, size_t from, size_t to);

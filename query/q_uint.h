@@ -39,8 +39,12 @@ typedef struct q_rename {
     const char *from_dotted;
 } q_rename;
 
+/* Everything of a parsed update but its array-operator state, array
+ * filters and $rename sources lives in its arena (q_arena.c), the q_update
+ * itself included: q_update_destroy releases it at once. */
 struct q_update {
-    bson_t *doc;
+    q_arena arena;
+    bson_t *doc; /* a static view of the arena's copy of the update */
     q_afilter *af;
     size_t naf;
     bool replacement;

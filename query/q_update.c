@@ -30,14 +30,17 @@
 
 /* ---- tree ----------------------------------------------------------------- */
 
-static q_unode *unode_new(const char *name, const char *full)
+/* A node from u's arena (it holds a bson_iter_t: 128-byte alignment);
+ * name and full may be NULL (set when the leaf is placed). */
+static q_unode *unode_new(q_update *u, const char *name, const char *full)
 {
-    q_unode *n = bson_aligned_alloc0(BSON_ALIGNOF(q_unode), sizeof *n); /* holds a bson_iter_t */
-    n->name = bson_strdup(name);
-    n->full = bson_strdup(full);
+    q_unode *n = q_arena_alloc_aligned(&u->arena, sizeof *n, BSON_ALIGNOF(q_unode));
+    n->name = name ? q_arena_strdup(&u->arena, name) : NULL;
+    n->full = full ? q_arena_strdup(&u->arena, full) : NULL;
     return n;
 }
 
+/* What a node holds outside the arena: its array operator's state. */
 static void unode_free(q_unode *n)
 {
     if (!n)
@@ -47,12 +50,17 @@ static void unode_free(q_unode *n)
     unode_free(n->positional);
     for (size_t i = 0; i < n->naf; i++)
         unode_free(n->af[i]);
-    bson_free(n->af);
     q_uarr_destroy(n->arr);
-    bson_free(n->kid);
-    bson_free(n->name);
-    bson_free(n->full);
-    bson_free(n);
+    n->arr = NULL;
+}
+
+/* Grow an arena array of pointers from n to cap entries. */
+static void *arena_grow(q_update *u, void *old, size_t n, size_t cap)
+{
+    void *p = q_arena_alloc(&u->arena, cap * sizeof(void *));
+    if (n)
+        memcpy(p, old, n * sizeof(void *));
+    return p;
 }
 
 /* Index of the first child whose name is >= name. */
@@ -80,7 +88,7 @@ static q_unode *kid_get(const q_unode *n, const char *name)
     return i < n->nkid && !strcmp(n->kid[i]->name, name) ? n->kid[i] : NULL;
 }
 
-static void kid_set(q_unode *n, q_unode *kid)
+static void kid_set(q_update *u, q_unode *n, q_unode *kid)
 {
     if (!strcmp(kid->name, "$")) {
         assert(!n->positional);
@@ -88,13 +96,13 @@ static void kid_set(q_unode *n, q_unode *kid)
         return;
     }
     if (kid->name[0] == '$' && kid->name[1] == '[') {
-        n->af = bson_realloc(n->af, (n->naf + 1) * sizeof *n->af);
+        n->af = arena_grow(u, n->af, n->naf, n->naf + 1);
         n->af[n->naf++] = kid;
         return;
     }
     if (n->nkid == n->capkid) {
         n->capkid = n->capkid ? 2 * n->capkid : 4;
-        n->kid = bson_realloc(n->kid, n->capkid * sizeof *n->kid);
+        n->kid = arena_grow(u, n->kid, n->nkid, n->capkid);
     }
     size_t i = kid_lower(n, kid->name);
     memmove(n->kid + i + 1, n->kid + i, (n->nkid - i) * sizeof *n->kid);
@@ -104,12 +112,13 @@ static void kid_set(q_unode *n, q_unode *kid)
 
 /* UpdateObjectNode::parseAndMerge's tree part: interior nodes along p, the
  * leaf at its end; ConflictingUpdateOperators (40) when paths overlap. */
-static int tree_add(q_unode *root, const q_path *p, const char *dotted, q_unode *leaf,
+static int tree_add(q_update *u, const q_path *p, const char *dotted, q_unode *leaf,
                     md_error *err)
 {
-    q_unode *cur = root;
+    q_unode *cur = u->root;
+    uint8_t space[256];
     q_buf prefix;
-    q_buf_init(&prefix);
+    q_buf_init_fixed(&prefix, space, sizeof space);
     for (size_t i = 0; i + 1 < p->n; i++) {
         q_buf_reset(&prefix);
         q_path_join(&prefix, p, 0, i + 1);
@@ -121,8 +130,8 @@ static int tree_add(q_unode *root, const q_path *p, const char *dotted, q_unode 
             goto out_fail;
         }
         if (!kid) {
-            kid = unode_new(p->part[i], q_buf_cstr(&prefix));
-            kid_set(cur, kid);
+            kid = unode_new(u, p->part[i], q_buf_cstr(&prefix));
+            kid_set(u, cur, kid);
         }
         cur = kid;
     }
@@ -131,9 +140,9 @@ static int tree_add(q_unode *root, const q_path *p, const char *dotted, q_unode 
                      "Updating the path '%s' would create a conflict at '%s'", dotted, dotted);
         goto out_fail;
     }
-    leaf->name = bson_strdup(p->part[p->n - 1]);
-    leaf->full = bson_strdup(dotted);
-    kid_set(cur, leaf);
+    leaf->name = q_arena_strdup(&u->arena, p->part[p->n - 1]);
+    leaf->full = q_arena_strdup(&u->arena, dotted);
+    kid_set(u, cur, leaf);
     q_buf_cleanup(&prefix);
     return 0;
 out_fail:
@@ -174,7 +183,7 @@ static int check_path_af(q_update *u, const char *dotted, q_path *p, md_error *e
     if (!*dotted)
         return md_error_set(err, MD_EINVAL, MD_CODE_EMPTY_FIELD_NAME,
                             "An empty update path is not valid.");
-    if (!q_path_init(p, dotted, -1))
+    if (!(u ? q_path_init_arena(p, dotted, -1, &u->arena) : q_path_init(p, dotted, -1)))
         return md_error_set(err, MD_EINVAL, MD_CODE_EMPTY_FIELD_NAME,
                             "The update path '%s' contains an empty field name, which is not "
                             "allowed.", dotted);
@@ -301,7 +310,7 @@ static int parse_field(q_update *u, q_uop op, const bson_iter_t *e, size_t renam
     int rc = check_path_af(u, dotted, &p, err);
     if (rc)
         return rc;
-    q_unode *leaf = bson_aligned_alloc0(BSON_ALIGNOF(q_unode), sizeof *leaf);
+    q_unode *leaf = unode_new(u, NULL, NULL);
     leaf->leaf = true;
     leaf->op = op;
     leaf->arg = *e;
@@ -312,7 +321,7 @@ static int parse_field(q_update *u, q_uop op, const bson_iter_t *e, size_t renam
         q_path_cleanup(&p);
         return rc;
     }
-    rc = tree_add(u->root, &p, dotted, leaf, err);
+    rc = tree_add(u, &p, dotted, leaf, err);
     q_path_cleanup(&p);
     return rc;
 }
@@ -369,12 +378,12 @@ static int parse_rename(q_update *u, const bson_iter_t *e, md_error *err)
     u->nrename++;
     rc = rename_check(&r->from, &top, e, err);
     if (!rc) {
-        q_unode *leaf = bson_aligned_alloc0(BSON_ALIGNOF(q_unode), sizeof *leaf);
+        q_unode *leaf = unode_new(u, NULL, NULL);
         leaf->leaf = true;
         leaf->op = QU_RENAME_DST;
         leaf->arg = *e;
         leaf->rename = u->nrename - 1;
-        rc = tree_add(u->root, &top, to, leaf, err);
+        rc = tree_add(u, &top, to, leaf, err);
     }
     q_path_cleanup(&top);
     return rc;
@@ -503,9 +512,14 @@ int q_update_new_af(const bson_t *update, const bson_t *filters, q_update **out,
 {
     assert(update && out);
     *out = NULL;
-    q_update *u = bson_malloc0(sizeof *u);
-    u->doc = bson_copy(update);
-    u->root = unode_new("", "");
+    q_arena a = {NULL};
+    q_update *u = q_arena_alloc_aligned(&a, sizeof *u, BSON_ALIGNOF(bson_t));
+    u->arena = a;
+    uint8_t *copy = q_arena_alloc(&u->arena, update->len);
+    memcpy(copy, bson_get_data(update), update->len);
+    u->doc = q_arena_alloc_aligned(&u->arena, sizeof *u->doc, BSON_ALIGNOF(bson_t));
+    bson_init_static(u->doc, copy, update->len);
+    u->root = unode_new(u, "", "");
     bson_iter_t it;
     int rc = filters ? q_afilters_parse(filters, &u->af, &u->naf, err) : 0;
     if (rc)
@@ -553,8 +567,8 @@ void q_update_destroy(q_update *u)
     for (size_t i = 0; i < u->nrename; i++)
         q_path_cleanup(&u->rename[i].from);
     bson_free(u->rename);
-    bson_destroy(u->doc);
-    bson_free(u);
+    q_arena a = u->arena; /* u lives in it */
+    q_arena_release(&a);
 }
 
 /* ---- applying -----------------------------------------------------------------

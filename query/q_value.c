@@ -27,20 +27,22 @@ _Static_assert(LDBL_MANT_DIG >= 64, "int64 and double must convert exactly to lo
 
 /* ---- paths ----------------------------------------------------------------- */
 
-bool q_path_init(q_path *p, const char *dotted, int len)
+static bool path_split(q_path *p, const char *dotted, int len, q_arena *a)
 {
     assert(p && dotted);
     size_t n = len < 0 ? strlen(dotted) : (size_t)len;
     p->buf = NULL;
     p->part = NULL;
     p->n = 0;
+    p->in_arena = a != NULL;
     if (n == 0 || memchr(dotted, '\0', n))
         return false;
     size_t nparts = 1;
     for (size_t i = 0; i < n; i++)
         nparts += dotted[i] == '.';
-    p->buf = bson_malloc(n + 1);
-    p->part = bson_malloc(nparts * sizeof *p->part);
+    p->buf = a ? q_arena_alloc(a, n + 1) : bson_malloc(n + 1);
+    p->part = a ? q_arena_alloc(a, nparts * sizeof *p->part)
+                : bson_malloc(nparts * sizeof *p->part);
     memcpy(p->buf, dotted, n);
     p->buf[n] = '\0';
     p->part[p->n++] = p->buf;
@@ -59,12 +61,24 @@ bool q_path_init(q_path *p, const char *dotted, int len)
     return true;
 }
 
+bool q_path_init(q_path *p, const char *dotted, int len)
+{
+    return path_split(p, dotted, len, NULL);
+}
+
+bool q_path_init_arena(q_path *p, const char *dotted, int len, q_arena *a)
+{
+    return path_split(p, dotted, len, a);
+}
+
 void q_path_cleanup(q_path *p)
 {
     if (!p)
         return;
-    bson_free(p->buf);
-    bson_free(p->part);
+    if (!p->in_arena) {
+        bson_free(p->buf);
+        bson_free(p->part);
+    }
     p->buf = NULL;
     p->part = NULL;
     p->n = 0;

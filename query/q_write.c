@@ -327,7 +327,7 @@ int q_write_insert(md_db *db, q_coll *c, const bson_t *doc, bool durable, eng_ri
  */
 typedef struct upd_state {
     bson_t nd;
-    uint8_t *ndbuf; /* nd's bytes when built by patching (owned) */
+    q_arena mem;    /* nd's bytes when built by patching */
     bool has_nd, inplace;
     q_buf src;
     q_damages dmg;
@@ -353,7 +353,7 @@ static void upd_state_cleanup(q_coll *c, upd_state *s)
     q_damages_cleanup(&s->dmg);
     q_buf_cleanup(&s->src);
     bson_destroy(&s->nd);
-    bson_free(s->ndbuf);
+    q_arena_release(&s->mem);
     memset(s, 0, offsetof(upd_state, src_space));
 }
 
@@ -444,10 +444,10 @@ static int keys_compute_some(q_coll *c, const bson_t *doc, const bool *skip, q_k
 /* nd := old with the in-place damages patched in. */
 static void build_patched(upd_state *s, const bson_t *old)
 {
-    s->ndbuf = bson_malloc(old->len);
-    memcpy(s->ndbuf, bson_get_data(old), old->len);
-    q_damages_patch(&s->dmg, s->src.data, s->ndbuf);
-    bson_init_static(&s->nd, s->ndbuf, old->len);
+    uint8_t *buf = q_arena_alloc(&s->mem, old->len);
+    memcpy(buf, bson_get_data(old), old->len);
+    q_damages_patch(&s->dmg, s->src.data, buf);
+    bson_init_static(&s->nd, buf, old->len);
 }
 
 /* Everything an update needs from the old document, computed while its
