@@ -8,6 +8,7 @@
  */
 #include <assert.h>
 #include <string.h>
+#include <time.h>
 
 #include "eng.h"
 
@@ -17,6 +18,50 @@
         if (!(fn)) \
             return MD_ENOTSUP; \
     } while (0)
+
+/* ---- engine time accounting (md_engine_timing) ------------------------------
+ * When on, the data-path wrappers below add the time spent inside the
+ * engine to a per-thread total.  Calls made from inside an engine call (a
+ * capped collection's delete hook reaching the indexes) are counted once,
+ * by the outermost call. */
+static bool timing_on;
+static __thread int tm_depth;
+static __thread int64_t tm_spent;
+
+static int64_t tm_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* -1: not timing; 0: nested; else the start. */
+static inline int64_t tm_in(void)
+{
+    if (!__atomic_load_n(&timing_on, __ATOMIC_RELAXED))
+        return -1;
+    return tm_depth++ ? 0 : tm_now();
+}
+
+static inline void tm_out(int64_t t0)
+{
+    if (t0 < 0)
+        return;
+    if (--tm_depth == 0)
+        tm_spent += tm_now() - t0;
+}
+
+void md_engine_timing(bool on)
+{
+    tm_spent = 0;
+    tm_depth = 0;
+    __atomic_store_n(&timing_on, on, __ATOMIC_RELAXED);
+}
+
+int64_t md_engine_time_ns(void)
+{
+    return tm_spent;
+}
 
 int eng_open(const eng_ops *ops, const char *dir, const char *db_name, const bson_t *opts,
              eng_engine **out, md_error *err)
@@ -41,18 +86,27 @@ int eng_flush(eng_engine *e, bool sync, md_error *err)
 int eng_txn_begin(eng_engine *e, eng_txn **out)
 {
     *out = NULL;
-    return e->ops->txn_begin(e, out);
+    int64_t t0_ = tm_in();
+    int rc_ = e->ops->txn_begin(e, out);
+    tm_out(t0_);
+    return rc_;
 }
 
 int eng_txn_commit(eng_txn *t, bool durable, md_error *err)
 {
-    return t->engine->ops->txn_commit(t, durable, err);
+    int64_t t0_ = tm_in();
+    int rc_ = t->engine->ops->txn_commit(t, durable, err);
+    tm_out(t0_);
+    return rc_;
 }
 
 void eng_txn_abort(eng_txn *t)
 {
-    if (t)
+    if (t) {
+        int64_t t0_ = tm_in();
         t->engine->ops->txn_abort(t);
+        tm_out(t0_);
+    }
 }
 
 int eng_meta_put(eng_engine *e, eng_txn *t, const char *key, const bson_t *value,
@@ -105,19 +159,28 @@ int eng_rs_insert(eng_rs *rs, eng_txn *t, const uint8_t *data, uint32_t len, eng
                   md_error *err)
 {
     assert(t && data && out);
-    return OPS(rs)->rs_insert(rs, t, data, len, out, err);
+    int64_t t0_ = tm_in();
+    int rc_ = OPS(rs)->rs_insert(rs, t, data, len, out, err);
+    tm_out(t0_);
+    return rc_;
 }
 
 int eng_rs_get(eng_rs *rs, eng_rid rid, const uint8_t **data, uint32_t *len)
 {
-    return OPS(rs)->rs_get(rs, rid, data, len);
+    int64_t t0_ = tm_in();
+    int rc_ = OPS(rs)->rs_get(rs, rid, data, len);
+    tm_out(t0_);
+    return rc_;
 }
 
 int eng_rs_update(eng_rs *rs, eng_txn *t, eng_rid rid, const uint8_t *data, uint32_t len,
                   eng_rid *new_rid, bool *moved, md_error *err)
 {
     assert(t && data && new_rid && moved);
-    return OPS(rs)->rs_update(rs, t, rid, data, len, new_rid, moved, err);
+    int64_t t0_ = tm_in();
+    int rc_ = OPS(rs)->rs_update(rs, t, rid, data, len, new_rid, moved, err);
+    tm_out(t0_);
+    return rc_;
 }
 
 bool eng_rs_has_damages(eng_rs *rs)
@@ -130,12 +193,18 @@ int eng_rs_update_damages(eng_rs *rs, eng_txn *t, eng_rid rid, const uint8_t *sr
 {
     if (!eng_rs_has_damages(rs))
         return MD_ENOTSUP;
-    return OPS(rs)->rs_update_damages(rs, t, rid, src, d, nd, err);
+    int64_t t0_ = tm_in();
+    int rc_ = OPS(rs)->rs_update_damages(rs, t, rid, src, d, nd, err);
+    tm_out(t0_);
+    return rc_;
 }
 
 int eng_rs_remove(eng_rs *rs, eng_txn *t, eng_rid rid)
 {
-    return OPS(rs)->rs_remove(rs, t, rid);
+    int64_t t0_ = tm_in();
+    int rc_ = OPS(rs)->rs_remove(rs, t, rid);
+    tm_out(t0_);
+    return rc_;
 }
 
 int eng_rs_truncate(eng_rs *rs, eng_txn *t)
@@ -212,12 +281,18 @@ bool eng_capped_full(int64_t size, int64_t max, int64_t count, int64_t bytes, ui
 int eng_rs_cursor_open(eng_rs *rs, bool forward, eng_rs_cursor **out)
 {
     *out = NULL;
-    return OPS(rs)->rs_cursor_open(rs, forward, out);
+    int64_t t0_ = tm_in();
+    int rc_ = OPS(rs)->rs_cursor_open(rs, forward, out);
+    tm_out(t0_);
+    return rc_;
 }
 
 int eng_rs_cursor_next(eng_rs_cursor *c, eng_rid *rid, const uint8_t **data, uint32_t *len)
 {
-    return OPS(c->rs)->rs_cursor_next(c, rid, data, len);
+    int64_t t0_ = tm_in();
+    int rc_ = OPS(c->rs)->rs_cursor_next(c, rid, data, len);
+    tm_out(t0_);
+    return rc_;
 }
 
 void eng_rs_cursor_save(eng_rs_cursor *c)
@@ -227,13 +302,19 @@ void eng_rs_cursor_save(eng_rs_cursor *c)
 
 int eng_rs_cursor_restore(eng_rs_cursor *c)
 {
-    return OPS(c->rs)->rs_cursor_restore(c);
+    int64_t t0_ = tm_in();
+    int rc_ = OPS(c->rs)->rs_cursor_restore(c);
+    tm_out(t0_);
+    return rc_;
 }
 
 void eng_rs_cursor_close(eng_rs_cursor *c)
 {
-    if (c)
+    if (c) {
+        int64_t t0_ = tm_in();
         OPS(c->rs)->rs_cursor_close(c);
+        tm_out(t0_);
+    }
 }
 
 int eng_ss_create(eng_engine *e, eng_txn *t, const char *ident, md_error *err)
@@ -263,12 +344,18 @@ int eng_ss_insert(eng_ss *ss, eng_txn *t, const uint8_t *key, uint32_t klen, eng
                   bool unique, eng_rid *dup_rid, md_error *err)
 {
     assert(t && rid != ENG_RID_NONE);
-    return OPS(ss)->ss_insert(ss, t, key, klen, rid, unique, dup_rid, err);
+    int64_t t0_ = tm_in();
+    int rc_ = OPS(ss)->ss_insert(ss, t, key, klen, rid, unique, dup_rid, err);
+    tm_out(t0_);
+    return rc_;
 }
 
 int eng_ss_remove(eng_ss *ss, eng_txn *t, const uint8_t *key, uint32_t klen, eng_rid rid)
 {
-    return OPS(ss)->ss_remove(ss, t, key, klen, rid);
+    int64_t t0_ = tm_in();
+    int rc_ = OPS(ss)->ss_remove(ss, t, key, klen, rid);
+    tm_out(t0_);
+    return rc_;
 }
 
 int eng_ss_truncate(eng_ss *ss, eng_txn *t)
@@ -295,7 +382,10 @@ int eng_ss_validate(eng_ss *ss, eng_validate *v)
 int eng_ss_cursor_open(eng_ss *ss, eng_ss_cursor **out)
 {
     *out = NULL;
-    return OPS(ss)->ss_cursor_open(ss, out);
+    int64_t t0_ = tm_in();
+    int rc_ = OPS(ss)->ss_cursor_open(ss, out);
+    tm_out(t0_);
+    return rc_;
 }
 
 int eng_ss_find(eng_ss *ss, const uint8_t *key, uint32_t klen, eng_rid *rid)
@@ -304,8 +394,12 @@ int eng_ss_find(eng_ss *ss, const uint8_t *key, uint32_t klen, eng_rid *rid)
     const uint8_t *k;
     uint32_t kl;
     assert(ss && key && rid);
-    if (OPS(ss)->ss_find)
-        return OPS(ss)->ss_find(ss, key, klen, rid);
+    int64_t t0_ = tm_in();
+    if (OPS(ss)->ss_find) {
+        int rc_ = OPS(ss)->ss_find(ss, key, klen, rid);
+        tm_out(t0_);
+        return rc_;
+    }
     int rc = OPS(ss)->ss_cursor_open(ss, &c);
     if (rc)
         return rc;
@@ -315,27 +409,40 @@ int eng_ss_find(eng_ss *ss, const uint8_t *key, uint32_t klen, eng_rid *rid)
     if (rc == 0 && (kl != klen || memcmp(k, key, klen) != 0))
         rc = MD_NOTFOUND;
     OPS(ss)->ss_cursor_close(c);
+    tm_out(t0_);
     return rc;
 }
 
 int eng_ss_cursor_seek(eng_ss_cursor *c, const uint8_t *key, uint32_t klen, eng_rid rid)
 {
-    return OPS(c->ss)->ss_cursor_seek(c, key, klen, rid);
+    int64_t t0_ = tm_in();
+    int rc_ = OPS(c->ss)->ss_cursor_seek(c, key, klen, rid);
+    tm_out(t0_);
+    return rc_;
 }
 
 int eng_ss_cursor_next(eng_ss_cursor *c)
 {
-    return OPS(c->ss)->ss_cursor_next(c);
+    int64_t t0_ = tm_in();
+    int rc_ = OPS(c->ss)->ss_cursor_next(c);
+    tm_out(t0_);
+    return rc_;
 }
 
 int eng_ss_cursor_prev(eng_ss_cursor *c)
 {
-    return OPS(c->ss)->ss_cursor_prev(c);
+    int64_t t0_ = tm_in();
+    int rc_ = OPS(c->ss)->ss_cursor_prev(c);
+    tm_out(t0_);
+    return rc_;
 }
 
 int eng_ss_cursor_get(eng_ss_cursor *c, const uint8_t **key, uint32_t *klen, eng_rid *rid)
 {
-    return OPS(c->ss)->ss_cursor_get(c, key, klen, rid);
+    int64_t t0_ = tm_in();
+    int rc_ = OPS(c->ss)->ss_cursor_get(c, key, klen, rid);
+    tm_out(t0_);
+    return rc_;
 }
 
 void eng_ss_cursor_save(eng_ss_cursor *c)
@@ -345,11 +452,17 @@ void eng_ss_cursor_save(eng_ss_cursor *c)
 
 int eng_ss_cursor_restore(eng_ss_cursor *c)
 {
-    return OPS(c->ss)->ss_cursor_restore(c);
+    int64_t t0_ = tm_in();
+    int rc_ = OPS(c->ss)->ss_cursor_restore(c);
+    tm_out(t0_);
+    return rc_;
 }
 
 void eng_ss_cursor_close(eng_ss_cursor *c)
 {
-    if (c)
+    if (c) {
+        int64_t t0_ = tm_in();
         OPS(c->ss)->ss_cursor_close(c);
+        tm_out(t0_);
+    }
 }

@@ -302,6 +302,16 @@ bool md_cursor_more(const md_cursor *cursor);
 bool md_cursor_error(const md_cursor *cursor, md_error *err);
 void md_cursor_destroy(md_cursor *cursor);
 
+/*
+ * Engine time accounting, for benchmarks (bench/peers): while on, every
+ * call from the query layer into the storage engine is timed, and
+ * md_engine_time_ns() returns the calling thread's total in nanoseconds
+ * since md_engine_timing() was last called from it.  Off by default: it
+ * costs two clock reads per engine call.
+ */
+void md_engine_timing(bool on);
+int64_t md_engine_time_ns(void);
+
 #ifdef __cplusplus
 }
 #endif

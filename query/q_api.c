@@ -652,6 +652,29 @@ int md_collection_find_and_modify(md_collection *coll, const bson_t *query,
                                   const bson_t *opts, bson_t *reply, md_error *err)
 {
     bson_t cmd = BSON_INITIALIZER, r;
+    md_error local;
+    if (!err)
+        err = &local;
+    md_error_clear(err);
+    if (!coll->db->no_fast) { /* the statement built directly, no command document */
+        int rc = check_doc(query ? query : &cmd, "query", err);
+        if (!rc && opts)
+            rc = check_doc(opts, "opts", err);
+        bson_init(&r);
+        if (!rc) {
+            q_op_enter(coll->db, Q_OP_CREATE, coll->name, true);
+            rc = q_find_and_modify_exec(coll->db, coll->name, query, opts, &r, err);
+            q_op_leave(coll->db);
+        }
+        if (rc && !err->message[0])
+            q_err(err, rc, eng_rc_to_code(rc), "%s", md_strerror(rc));
+        rc = q_reply_finish(&r, rc, err);
+        if (reply)
+            bson_steal(reply, &r);
+        else
+            bson_destroy(&r);
+        return rc;
+    }
     BSON_APPEND_UTF8(&cmd, "findAndModify", coll->name);
     if (query)
         BSON_APPEND_DOCUMENT(&cmd, "query", query);

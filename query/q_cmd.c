@@ -408,7 +408,14 @@ void q_op_enter(md_db *db, int mode, const char *coll, bool ttl)
     int shared = mode == Q_MODE_IS ? Q_MODE_IS : Q_MODE_IX;
     q_db_lock(db, shared);
     int64_t now = q_now_ms();
-    q_cursor_reap(db, now);
+    /* idle cursors: looked for at most every quarter of the timeout (and
+     * every second), as MongoDB's cursor monitor wakes every few seconds */
+    int64_t limit = db->cursor_timeout_ms > 0 ? db->cursor_timeout_ms : Q_CURSOR_TIMEOUT_MS;
+    int64_t last = Q_LOAD(db->reap_last_ms), every = limit / 4 < 1000 ? limit / 4 : 1000;
+    if (now - last >= every &&
+        __atomic_compare_exchange_n(&db->reap_last_ms, &last, now, false, __ATOMIC_RELAXED,
+                                    __ATOMIC_RELAXED))
+        q_cursor_reap(db, now);
     if (ttl)
         q_ttl_maybe(db, now);
     if (mode == Q_OP_CREATE)
@@ -461,6 +468,11 @@ int md_db_command(md_db *db, const bson_t *command, bson_t *reply, md_error *err
         rc = q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE, "md_db_command: NULL argument");
     else
         rc = run_command(db, command, reply, err);
+    return q_reply_finish(reply, rc, err);
+}
+
+int q_reply_finish(bson_t *reply, int rc, const md_error *err)
+{
     if (rc) {
         if (rc > 0)
             rc = MD_ERROR;
@@ -487,11 +499,7 @@ int md_db_command_json(md_db *db, const char *json, bson_t *reply, md_error *err
         q_err(err, MD_EINVAL, MD_CODE_FAILED_TO_PARSE, "invalid JSON: %s",
               json ? berr.message : "NULL");
         bson_init(reply);
-        BSON_APPEND_DOUBLE(reply, "ok", 0.0);
-        BSON_APPEND_UTF8(reply, "errmsg", err->message);
-        BSON_APPEND_INT32(reply, "code", err->code);
-        BSON_APPEND_UTF8(reply, "codeName", err->code_name);
-        return MD_EINVAL;
+        return q_reply_finish(reply, MD_EINVAL, err);
     }
     int rc = md_db_command(db, cmd, reply, err);
     bson_destroy(cmd);

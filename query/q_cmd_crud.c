@@ -623,15 +623,11 @@ static int fam_field(fam_args *a, bson_iter_t *it, md_error *err)
     return 0;
 }
 
-static int fam_parse(const bson_t *cmd, fam_args *a, md_error *err)
+/* The rules between fields, once all are read; writeConcern from `wc`. */
+static int fam_check(fam_args *a, const bson_t *wc, md_error *err)
 {
-    bson_iter_t it;
     int rc = 0;
-    bson_iter_init(&it, cmd);
-    bson_iter_next(&it);
-    while (!rc && bson_iter_next(&it))
-        rc = fam_field(a, &it, err);
-    if (!rc && a->remove && a->has_update)
+    if (a->remove && a->has_update)
         rc = q_err(err, MD_EINVAL, MD_CODE_FAILED_TO_PARSE,
                    "Cannot specify both an update and remove=true");
     if (!rc && !a->remove && !a->has_update)
@@ -645,8 +641,72 @@ static int fam_parse(const bson_t *cmd, fam_args *a, md_error *err)
                    "Cannot specify both new=true and remove=true; 'remove' always returns "
                    "the deleted document");
     if (!rc)
-        rc = q_write_concern(cmd, &a->durable, err);
+        rc = q_write_concern(wc, &a->durable, err);
     return rc;
+}
+
+static int fam_parse(const bson_t *cmd, fam_args *a, md_error *err)
+{
+    bson_iter_t it;
+    int rc = 0;
+    bson_iter_init(&it, cmd);
+    bson_iter_next(&it);
+    while (!rc && bson_iter_next(&it))
+        rc = fam_field(a, &it, err);
+    return rc ? rc : fam_check(a, cmd, err);
+}
+
+static void fam_args_init(fam_args *a)
+{
+    memset(a, 0, sizeof *a);
+    bson_init(&a->query);
+    bson_init(&a->sort);
+    bson_init(&a->update);
+    bson_init(&a->fields);
+}
+
+static int fam_run(md_db *db, const char *name, const fam_args *a, const q_matcher *m,
+                   const q_update *u, const q_proj *proj, bson_t *reply, md_error *err);
+
+/* Everything after parsing, the command's and the typed call's. */
+static int fam_exec(md_db *db, const char *name, fam_args *a, bson_t *reply, md_error *err)
+{
+    q_matcher *m = NULL;
+    q_update *u = NULL;
+    q_proj proj;
+    int rc = q_write_allowed(db, err);
+    if (rc)
+        return rc;
+    rc = q_proj_init_query(&proj, &a->fields, &a->query, err);
+    if (!rc)
+        rc = q_matcher_new(&a->query, &m, err);
+    proj.m = m;
+    if (!rc && a->has_update)
+        rc = q_update_new_af(&a->update, a->has_af ? &a->af : NULL, &u, err);
+    if (!rc)
+        rc = fam_run(db, name, a, m, u, &proj, reply, err);
+    q_update_destroy(u);
+    q_matcher_destroy(m);
+    q_proj_cleanup(&proj);
+    return rc;
+}
+
+int q_find_and_modify_exec(md_db *db, const char *name, const bson_t *query,
+                           const bson_t *opts, bson_t *reply, md_error *err)
+{
+    fam_args a;
+    bson_iter_t it;
+    char ns[ENG_IDENT_MAX];
+    int rc = q_ns_make(db, name, ns, err);
+    fam_args_init(&a);
+    if (!rc && query)
+        bson_init_static(&a.query, bson_get_data(query), query->len);
+    if (!rc && opts && bson_iter_init(&it, opts))
+        while (!rc && bson_iter_next(&it))
+            rc = strcmp(bson_iter_key(&it), "query") ? fam_field(&a, &it, err) : 0;
+    if (!rc)
+        rc = fam_check(&a, opts ? opts : &(bson_t)BSON_INITIALIZER, err);
+    return rc ? rc : fam_exec(db, name, &a, reply, err);
 }
 
 /*
@@ -791,31 +851,9 @@ int q_cmd_find_and_modify(md_db *db, const bson_t *cmd, bson_t *reply, md_error 
     const char *name;
     char ns[ENG_IDENT_MAX];
     fam_args a;
-    q_matcher *m = NULL;
-    q_update *u = NULL;
-    q_proj proj;
-    memset(&a, 0, sizeof a);
-    bson_init(&a.query);
-    bson_init(&a.sort);
-    bson_init(&a.update);
-    bson_init(&a.fields);
+    fam_args_init(&a);
     int rc = q_cmd_coll_name(db, cmd, false, &name, ns, err);
     if (!rc)
         rc = fam_parse(cmd, &a, err);
-    if (!rc)
-        rc = q_write_allowed(db, err);
-    if (rc)
-        return rc;
-    rc = q_proj_init_query(&proj, &a.fields, &a.query, err);
-    if (!rc)
-        rc = q_matcher_new(&a.query, &m, err);
-    proj.m = m;
-    if (!rc && a.has_update)
-        rc = q_update_new_af(&a.update, a.has_af ? &a.af : NULL, &u, err);
-    if (!rc)
-        rc = fam_run(db, name, &a, m, u, &proj, reply, err);
-    q_update_destroy(u);
-    q_matcher_destroy(m);
-    q_proj_cleanup(&proj);
-    return rc;
+    return rc ? rc : fam_exec(db, name, &a, reply, err);
 }

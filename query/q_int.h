@@ -117,6 +117,7 @@ struct md_db {
     struct q_cursor *cursors;
     uint64_t cursor_seed;
     int64_t cursor_timeout_ms; /* idle cursors die after this; 0: the default */
+    int64_t reap_last_ms;      /* the last look for idle cursors (q_op_enter) */
     q_metrics m;
     int64_t start_ms;
     int64_t ttl_sleep_ms; /* the TTL monitor's period (ttlMonitorSleepSecs) */
@@ -522,6 +523,10 @@ typedef int (*q_cmd_fn)(md_db *db, const bson_t *cmd, bson_t *reply, md_error *e
  * does not list. */
 int q_err(md_error *err, int rc, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* End a command's reply as md_db_command does: ok: 1, or (rc != 0) the
+ * reply replaced by {ok: 0, errmsg, code, codeName}.  Returns rc (a
+ * positive rc becomes MD_ERROR). */
+int q_reply_finish(bson_t *reply, int rc, const md_error *err);
 /* Engine rc -> md_error when the engine left err empty. */
 int q_err_engine(md_error *err, int rc, const char *what);
 /* MongoDB's name for a BSON type ("double", "object", ...); defined in
@@ -570,6 +575,11 @@ int q_update_exec(md_db *db, const char *coll, bool durable, const q_upd_stmt *s
 /* Delete up to limit (0: all) documents matching q; *n counts them. */
 int q_delete_exec(md_db *db, const char *coll, bool durable, const bson_t *q, int64_t limit,
                   int64_t *n, md_error *err);
+/* findAndModify of the typed API: query, and opts holding the command's
+ * other fields ({update, sort, new, fields, upsert, remove, ...}; a
+ * "query" there is ignored), parsed field by field as the command is. */
+int q_find_and_modify_exec(md_db *db, const char *coll, const bson_t *query,
+                           const bson_t *opts, bson_t *reply, md_error *err);
 /* Insert doc (checked and given an _id by q_doc_prepare_insert) into c. */
 int q_insert_exec(md_db *db, q_coll *c, const bson_t *doc, bool durable, md_error *err);
 

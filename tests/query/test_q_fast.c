@@ -205,7 +205,21 @@ static void step(pair *p)
         both_cmd(p, cmd);
         break;
     }
-    case 6: { /* findAndModify by _id */
+    case 6: { /* findAndModify by _id: typed, or the command */
+        if (rnd(2)) {
+            bson_t *o = doc("{\"update\": %s, \"new\": %s, \"fields\": {\"arr\": 0}%s}",
+                            updates[rnd(NUPD)], rnd(2) ? "true" : "false",
+                            rnd(3) ? "" : ", \"upsert\": true");
+            bson_t ra, rb;
+            md_error ea, eb;
+            int a = md_collection_find_and_modify(p->cf, q, o, &ra, &ea);
+            int b = md_collection_find_and_modify(p->cs, q, o, &rb, &eb);
+            same_reply("findAndModify", a, &ra, &ea, b, &rb, &eb);
+            bson_destroy(&ra);
+            bson_destroy(&rb);
+            bson_destroy(o);
+            break;
+        }
         snprintf(cmd, sizeof cmd,
                  "{\"findAndModify\": \"c\", \"query\": {\"_id\": %s}, \"update\": %s, "
                  "\"new\": %s, \"fields\": {\"arr\": 0}}",
@@ -340,6 +354,38 @@ Test(q_fast, inc_by_id_updates_in_place)
         s = T_OK(&t, "{\"find\": \"c\", \"filter\": {\"k\": \"key\"}, \"hint\": {\"k\": 1}}");
         cr_assert_eq(t_i64(s, "cursor.firstBatch.0.n"), 7);
         bson_destroy(s);
+        bson_destroy(q);
+        bson_destroy(u);
+        bson_destroy(d);
+        md_collection_destroy(c);
+    }
+}
+
+/* md_engine_timing: engine time accrues only while on, per thread, and is
+ * part of the caller's wall time. */
+Test(q_fast, engine_timing_counts_engine_calls)
+{
+    tdb t;
+    FOR_EACH_ENGINE(t) {
+        md_collection *c = md_db_get_collection(t.db, "c");
+        bson_t *d = doc("{\"_id\": 1, \"n\": 5}");
+        md_engine_timing(false);
+        cr_assert_eq(md_collection_insert_one(c, d, NULL, NULL, NULL), 0);
+        cr_assert_eq(md_engine_time_ns(), 0, "off: nothing counted");
+        md_engine_timing(true);
+        cr_assert_eq(md_engine_time_ns(), 0, "turning it on starts from zero");
+        struct timespec a, b;
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        bson_t *q = doc("{\"_id\": 1}"), *u = doc("{\"$inc\": {\"n\": 1}}");
+        for (int i = 0; i < 200; i++)
+            cr_assert_eq(md_collection_update_one(c, q, u, NULL, NULL, NULL), 0);
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        int64_t wall = (int64_t)(b.tv_sec - a.tv_sec) * 1000000000 + (b.tv_nsec - a.tv_nsec);
+        int64_t eng = md_engine_time_ns();
+        md_engine_timing(false);
+        cr_assert_gt(eng, 0, "[%s] the updates' engine calls were timed", t.engine);
+        cr_assert_lt(eng, wall, "[%s] engine time %lld within the wall time %lld", t.engine,
+                     (long long)eng, (long long)wall);
         bson_destroy(q);
         bson_destroy(u);
         bson_destroy(d);
