@@ -266,10 +266,15 @@ static int upsert(md_db *db, const char *name, const bson_t *q, const q_update *
     rc = q_update_apply(u, &seed, true, &applied, &changed, NULL, err);
     bson_destroy(&seed);
     if (!rc) {
+        bson_t stored;
         bson_destroy(inserted);
-        rc = q_doc_prepare_insert(&applied, inserted, err);
+        rc = q_doc_prepare_insert(&applied, &stored, err);
         if (rc)
             bson_init(inserted);
+        else
+            bson_copy_to(&stored, inserted); /* stored may be a view of applied */
+        if (!rc)
+            bson_destroy(&stored);
     }
     bson_destroy(&applied);
     if (!rc)

@@ -273,7 +273,9 @@ int q_write_failed(md_db *db, int rc, md_error *err);
 /*
  * Check a document for insertion and build the stored form in `out`
  * (initialized by the call on success): _id generated if missing and moved
- * to the front, no top-level $-prefixed names, at most 16 MB.
+ * to the front, no top-level $-prefixed names, at most 16 MB.  The
+ * document was validated where it entered; when it is already in the
+ * stored form, `out` is a view of it (valid as long as doc is).
  */
 int q_doc_prepare_insert(const bson_t *doc, bson_t *out, md_error *err);
 int q_write_insert(md_db *db, q_coll *c, const bson_t *doc, bool durable, eng_rid *rid,

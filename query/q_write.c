@@ -60,22 +60,31 @@ static int check_id(const bson_iter_t *it, md_error *err)
 int q_doc_prepare_insert(const bson_t *doc, bson_t *out, md_error *err)
 {
     bson_iter_t it, id;
-    size_t off;
+    bool first = true, id_first = false;
+    int nid = 0;
     if (doc->len > Q_BSON_MAX)
         return q_err(err, MD_ETOOBIG, MD_CODE_BSON_OBJECT_TOO_LARGE,
                      "object to insert too large. size in bytes: %u, max size: %d", doc->len,
                      Q_BSON_MAX);
-    if (!bson_validate(doc, BSON_VALIDATE_NONE, &off) || !bson_iter_init(&it, doc))
-        return q_err(err, MD_EINVAL, MD_CODE_INVALID_BSON,
-                     "invalid BSON in document to insert at offset %zu", off);
+    /* validated where it entered (md_db_command, the typed API), not again */
+    if (!bson_iter_init(&it, doc))
+        return q_err(err, MD_EINVAL, MD_CODE_INVALID_BSON, "invalid BSON in document to insert");
     while (bson_iter_next(&it)) {
         if (bson_iter_key(&it)[0] == '$')
             return q_err(err, MD_EINVAL, MD_CODE_DOLLAR_PREFIXED_FIELD_NAME,
                          "Document can't have $ prefixed field names: %s", bson_iter_key(&it));
+        bool is_id = strcmp(bson_iter_key(&it), "_id") == 0;
+        id_first |= first && is_id;
+        nid += is_id;
+        first = false;
     }
     bool has_id = bson_iter_init_find(&id, doc, "_id");
     if (has_id && check_id(&id, err))
         return MD_EINVAL;
+    if (id_first && nid == 1) { /* already in the stored form: a view, no copy */
+        bson_init_static(out, bson_get_data(doc), doc->len);
+        return 0;
+    }
     bson_init(out);
     if (has_id) {
         bson_append_iter(out, "_id", 3, &id);
