@@ -296,7 +296,7 @@ static void same_state(pair *p)
     bson_destroy(&rb);
 }
 
-Test(q_fast, random_operations_match_the_general_path, .timeout = 120)
+Test(q_fast, random_operations_match_the_general_path)
 {
     for (const eng_ops *const *e = eng_engines(); *e; e++) {
         pair p;
