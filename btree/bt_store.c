@@ -583,6 +583,7 @@ static pthread_once_t find_once = PTHREAD_ONCE_INIT;
 
 static void find_cur_free(void *p)
 {
+    find_cur = NULL;
     bt_cur_cleanup(p);
     free(p);
 }

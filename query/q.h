@@ -144,6 +144,13 @@ int q_update_new(const bson_t *update, q_update **out, md_error *err);
  */
 int q_update_new_af(const bson_t *update, const bson_t *filters, q_update **out,
                     md_error *err);
+/* q_update_new_af through the calling thread's cache of its last parsed
+ * update (an identical document without arrayFilters is not parsed
+ * again; `cache` false: neither looked up nor kept); give it back with
+ * q_update_release, not q_update_destroy. */
+int q_update_acquire(const bson_t *update, const bson_t *filters, bool cache, q_update **out,
+                     md_error *err);
+void q_update_release(q_update *u);
 bool q_update_is_replacement(const q_update *u);
 void q_update_destroy(q_update *u);
 

@@ -743,6 +743,7 @@ static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
 static void spare_free(void *p)
 {
     md_cursor *c = p;
+    spare_cursor = NULL;
     bson_destroy(&c->batch);
     free(c);
 }

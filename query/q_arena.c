@@ -32,8 +32,13 @@ static __thread int nspares;
 static pthread_key_t spare_key;
 static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
 
+/* At thread exit (the key's destructor runs in the exiting thread): the
+ * thread's variables are forgotten first, so that a later destructor
+ * releasing an arena starts a new list, which this frees again. */
 static void spares_free(void *head)
 {
+    spares = NULL;
+    nspares = 0;
     for (struct q_arena_chunk *c = head, *next; c; c = next) {
         next = c->next;
         bson_free(c);

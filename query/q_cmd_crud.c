@@ -391,7 +391,7 @@ int q_update_exec(md_db *db, const char *name, bool durable, const q_upd_stmt *s
     bool idhack = idx && q_idhack_query(&s->q, &idv);
     int rc = idhack ? 0 : q_matcher_new(&s->q, &m, err);
     if (!rc)
-        rc = q_update_new_af(&s->u, s->has_af ? &s->af : NULL, &u, err);
+        rc = q_update_acquire(&s->u, s->has_af ? &s->af : NULL, !db->no_fast, &u, err);
     if (!rc && s->multi && q_update_is_replacement(u))
         rc = q_err(err, MD_EINVAL, MD_CODE_FAILED_TO_PARSE,
                    "multi update only works with $ operators");
@@ -411,7 +411,7 @@ int q_update_exec(md_db *db, const char *name, bool durable, const q_upd_stmt *s
         bson_destroy(&doc);
     }
     q_matcher_destroy(m);
-    q_update_destroy(u);
+    q_update_release(u);
     return rc;
 }
 
@@ -687,10 +687,10 @@ static int fam_exec(md_db *db, const char *name, fam_args *a, bson_t *reply, md_
         rc = q_matcher_new(&a->query, &m, err);
     proj.m = m;
     if (!rc && a->has_update)
-        rc = q_update_new_af(&a->update, a->has_af ? &a->af : NULL, &u, err);
+        rc = q_update_acquire(&a->update, a->has_af ? &a->af : NULL, !db->no_fast, &u, err);
     if (!rc)
         rc = fam_run(db, name, a, m, u, &proj, reply, err);
-    q_update_destroy(u);
+    q_update_release(u);
     q_matcher_destroy(m);
     q_proj_cleanup(&proj);
     return rc;

@@ -48,6 +48,7 @@ struct q_update {
     q_afilter *af;
     size_t naf;
     bool replacement;
+    bool nocache; /* q_update_acquire(cache: false): q_update_release destroys it */
     q_unode *root;
     q_rename *rename;
     size_t nrename, caprename;
