@@ -9,6 +9,9 @@
  *   q_update.c   parse an update (operators or replacement); apply it to a
  *                document, producing the new document and, when the size is
  *                unchanged, the damage list (the byte ranges that changed)
+ *   q_update_fast.c   the in-place shortcut (the damage list computed from the
+ *                stored document, the new one never built) and which indexes
+ *                an update can affect
  *   q_update_array.c  $push $addToSet $pop $pull $pullAll
  *   q_proj.c     find projections: fields, $slice, $elemMatch, "a.$"
  *   q_key.c      index keys: a memcmp-comparable encoding of BSON values
@@ -18,6 +21,8 @@
  *                catalog
  *   q_write.c    insert / update / delete of one document, keeping every
  *                index exact (including mmapv1 moves)
+ *   q_idhack.c   the _id fast path: {_id: v} as one index lookup and one read
+ *   q_arena.c    per-thread memory for one operation's temporary objects
  *   q_cmd*.c     the command dispatcher and each command's reply
  *   q_plan.c     the planner: index bounds, candidate plans, covered queries
  *   q_plan_cache.c  the winning plan per query shape
@@ -27,6 +32,17 @@
  *   q_ttl.c      the TTL monitor
  *   q_cursor.c   server-side cursors for find / getMore / killCursors
  *   q_api.c      include/minidoc.h: md_db, typed wrappers, md_cursor
+ *
+ * The hot path (step 9): every operation, command or typed call, enters
+ * through q_op_enter (the database lock).  The command parser and the typed
+ * wrappers both produce the same parsed statements (q_upd_stmt,
+ * q_find_args, a delete's filter) and run the same execution code
+ * (q_update_exec, q_delete_exec, q_insert_exec, q_find_by_id); only the
+ * parsing differs.  An _id equality skips the planner (q_idhack.c); a
+ * size-preserving update is applied in place (q_update_fast.c); the memory
+ * of both comes from per-thread arenas and caches, so that steady-state
+ * finds and $inc by _id allocate nothing.  internalQueryFastPaths: false
+ * (an open option) turns every shortcut off for differential tests.
  *
  * query/ never knows which engine runs below it; where it matters it asks
  * the engine for a capability (eng_rs_has_damages, ops->collection_lock).

@@ -883,7 +883,7 @@ static bool find_by_id(md_cursor *c)
         return false;
     c->started = true;
     c->id = 0;
-    c->single = found && a.limit >= 0;
+    c->single = found;
     c->failed = rc != 0;
     c->done = !c->single;
     return true;
