@@ -514,6 +514,7 @@ typedef struct mm_engine {
     mm_txn *txn;     /* the active transaction, or NULL */
     mm_txn *spare_txn; /* the last one ended, kept with its intent buffers
                           so that steady-state writes allocate nothing */
+    uint64_t txn_serial; /* numbers the transactions (mm_txn.serial) */
     int32_t meta_slot;
     mm_meta_ent *meta; /* catalog: key -> record, sorted by key */
     size_t nmeta, meta_cap;
@@ -542,6 +543,7 @@ typedef struct mm_intent {
 struct mm_txn {
     eng_txn base;
     mm_engine *e;
+    uint64_t serial; /* this transaction's number (mm_txn_begin) */
     mm_intent *v;
     size_t n, cap;
     uint8_t *buf;

@@ -295,6 +295,22 @@ int mm_rs_insert(eng_rs *rs_, eng_txn *tx, const uint8_t *data, uint32_t len, en
     return rc;
 }
 
+/*
+ * The record the calling thread last found with mm_rs_get while a write
+ * transaction was open, and how many writes that transaction had made.  An
+ * update reads its record and then patches it: if the transaction is the
+ * same one and has written nothing since, the record's checks
+ * (mm_rs_locate) still hold -- no other thread writes while it is open --
+ * and mm_rs_update_damages need not make them again.
+ */
+static __thread struct {
+    const mm_engine *e;
+    int32_t slot;
+    eng_rid rid;
+    uint64_t serial;
+    size_t n;
+} seen;
+
 int mm_rs_get(eng_rs *rs_, eng_rid rid, const uint8_t **data, uint32_t *len)
 {
     mm_rs *rs = RS(rs_);
@@ -303,6 +319,14 @@ int mm_rs_get(eng_rs *rs_, eng_rid rid, const uint8_t **data, uint32_t *len)
     const mm_record *r = mm_rs_locate(rs->e, rs->slot, mm_rid_to_loc(rid));
     if (!r)
         return MD_NOTFOUND;
+    const mm_txn *t = rs->e->txn;
+    seen.e = t ? rs->e : NULL;
+    if (t) {
+        seen.slot = rs->slot;
+        seen.rid = rid;
+        seen.serial = t->serial;
+        seen.n = t->n;
+    }
     *data = (const uint8_t *)(r + 1);
     *len = (uint32_t)mm_le32(*data);
     return 0;
@@ -329,7 +353,11 @@ int mm_rs_update_damages(eng_rs *rs_, eng_txn *tx, eng_rid rid, const uint8_t *s
     mm_rs *rs = RS(rs_);
     mm_txn *t = mm_T(tx, rs->e);
     mm_ns_slot *d = mm_rs_details(rs);
-    mm_record *r = d ? mm_rs_locate(rs->e, rs->slot, mm_rid_to_loc(rid)) : NULL;
+    bool checked = d && seen.e == rs->e && seen.slot == rs->slot && seen.rid == rid &&
+                   seen.serial == t->serial && seen.n == t->n;
+    mm_record *r = !d ? NULL
+                   : checked ? mm_record_at(rs->e, mm_rid_to_loc(rid))
+                             : mm_rs_locate(rs->e, rs->slot, mm_rid_to_loc(rid));
     if (!r)
         return md_error_set(err, MD_NOTFOUND, MD_CODE_NO_SUCH_KEY, "no record %lld in %s",
                             (long long)rid, rs->name);

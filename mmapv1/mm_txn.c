@@ -111,6 +111,7 @@ int mm_txn_begin(eng_engine *eng, eng_txn **out)
     if (!t && !(t = calloc(1, sizeof *t)))
         return MD_ENOMEM;
     t->n = t->blen = 0;
+    t->serial = ++e->txn_serial;
     t->base.engine = eng;
     t->e = e;
     e->txn = t;
