@@ -687,6 +687,9 @@ void mm_wloc(mm_txn *t, mm_loc *p, mm_loc v);
 void mm_wdbl(mm_txn *t, double *p, double v);
 int mm_txn_begin(eng_engine *e, eng_txn **out);
 void mm_txn_spare_free(mm_engine *e);
+/* The write transaction the calling thread began, or NULL (read without
+ * a race, unlike e->txn, which other threads' reads may not look at). */
+extern __thread mm_txn *mm_txn_mine;
 int mm_txn_commit(eng_txn *t, bool durable, md_error *err);
 void mm_txn_abort(eng_txn *t);
 

@@ -319,7 +319,7 @@ int mm_rs_get(eng_rs *rs_, eng_rid rid, const uint8_t **data, uint32_t *len)
     const mm_record *r = mm_rs_locate(rs->e, rs->slot, mm_rid_to_loc(rid));
     if (!r)
         return MD_NOTFOUND;
-    const mm_txn *t = rs->e->txn;
+    const mm_txn *t = mm_txn_mine && mm_txn_mine->e == rs->e ? mm_txn_mine : NULL;
     seen.e = t ? rs->e : NULL;
     if (t) {
         seen.slot = rs->slot;

@@ -99,6 +99,8 @@ void mm_wdbl(mm_txn *t, double *p, double v)
     *p = v;
 }
 
+__thread mm_txn *mm_txn_mine;
+
 int mm_txn_begin(eng_engine *eng, eng_txn **out)
 {
     mm_engine *e = mm_E(eng);
@@ -112,6 +114,7 @@ int mm_txn_begin(eng_engine *eng, eng_txn **out)
         return MD_ENOMEM;
     t->n = t->blen = 0;
     t->serial = ++e->txn_serial;
+    mm_txn_mine = t;
     t->base.engine = eng;
     t->e = e;
     e->txn = t;
@@ -125,6 +128,8 @@ static void txn_free(mm_txn *t)
 {
     mm_engine *e = t->e;
     e->txn = NULL;
+    if (mm_txn_mine == t)
+        mm_txn_mine = NULL;
     if (!e->spare_txn) {
         e->spare_txn = t;
         return;
