@@ -10,8 +10,8 @@
  *                document, producing the new document and, when the size is
  *                unchanged, the damage list (the byte ranges that changed)
  *   q_update_fast.c   the in-place shortcut (the damage list computed from the
- *                stored document, the new one never built) and which indexes
- *                an update can affect
+ *                stored document, the new one never built), which indexes
+ *                an update can affect, and the thread's last parsed update
  *   q_update_array.c  $push $addToSet $pop $pull $pullAll
  *   q_proj.c     find projections: fields, $slice, $elemMatch, "a.$"
  *   q_key.c      index keys: a memcmp-comparable encoding of BSON values

@@ -17,7 +17,6 @@
  * are kept apart from the named children and applied to every element, or
  * to the elements their filter matches.
  */
-#include <pthread.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -551,61 +550,6 @@ int q_update_new_af(const bson_t *update, const bson_t *filters, q_update **out,
 out_fail:
     q_update_destroy(u);
     return rc;
-}
-
-/* ---- the per-thread cache of the last update parsed ----------------------------
- * Writes repeat their update documents ({$inc: {n: 1}} a million times):
- * each thread keeps the last one it parsed, and an identical document
- * (byte for byte, without arrayFilters) reuses it.  A parsed update is never
- * changed by applying it, so sharing it between statements is safe. */
-static __thread q_update *cached;
-static __thread bool cached_busy;
-static pthread_key_t cache_key;
-static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
-
-static void cache_free(void *u)
-{
-    cached = NULL;
-    cached_busy = false;
-    q_update_destroy(u);
-}
-
-static void cache_key_make(void)
-{
-    pthread_key_create(&cache_key, cache_free);
-}
-
-int q_update_acquire(const bson_t *update, const bson_t *filters, bool cache, q_update **out,
-                     md_error *err)
-{
-    if (cache && !filters && cached && !cached_busy && cached->doc->len == update->len &&
-        memcmp(bson_get_data(cached->doc), bson_get_data(update), update->len) == 0) {
-        cached_busy = true;
-        *out = cached;
-        return 0;
-    }
-    int rc = q_update_new_af(update, filters, out, err);
-    if (!rc)
-        (*out)->nocache = !cache;
-    return rc;
-}
-
-void q_update_release(q_update *u)
-{
-    if (!u)
-        return;
-    if (u == cached) {
-        cached_busy = false;
-        return;
-    }
-    if (u->naf || cached_busy || u->nocache) {
-        q_update_destroy(u);
-        return;
-    }
-    pthread_once(&cache_once, cache_key_make);
-    q_update_destroy(cached);
-    cached = u;
-    pthread_setspecific(cache_key, u);
 }
 
 bool q_update_is_replacement(const q_update *u)

@@ -13,6 +13,8 @@
  *   q_update_affects   can the update change the keys of an index on a path
  *                      (UpdateIndexData::mightBeIndexed)?  An index it
  *                      cannot affect is not touched by the write.
+ *   q_update_acquire   the thread's last parsed update, reused for an
+ *                      identical update document.
  *
  * Each leaf computes its new element with the same function the general
  * path uses (q_uleaf_existing), so the two cannot disagree on a value; any
@@ -20,6 +22,7 @@
  * operator that is not size-preserving by nature sends the update to the
  * general path, which then reports exactly what it always did.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -192,4 +195,59 @@ static bool node_affects(const q_unode *n, const char *path)
 bool q_update_affects(const q_update *u, const char *path)
 {
     return u->replacement || node_affects(u->root, path);
+}
+
+/* ---- the per-thread cache of the last update parsed ----------------------------
+ * Writes repeat their update documents ({$inc: {n: 1}} a million times):
+ * each thread keeps the last one it parsed, and an identical document
+ * (byte for byte, without arrayFilters) reuses it.  A parsed update is never
+ * changed by applying it, so sharing it between statements is safe. */
+static __thread q_update *cached;
+static __thread bool cached_busy;
+static pthread_key_t cache_key;
+static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
+
+static void cache_free(void *u)
+{
+    cached = NULL;
+    cached_busy = false;
+    q_update_destroy(u);
+}
+
+static void cache_key_make(void)
+{
+    pthread_key_create(&cache_key, cache_free);
+}
+
+int q_update_acquire(const bson_t *update, const bson_t *filters, bool cache, q_update **out,
+                     md_error *err)
+{
+    if (cache && !filters && cached && !cached_busy && cached->doc->len == update->len &&
+        memcmp(bson_get_data(cached->doc), bson_get_data(update), update->len) == 0) {
+        cached_busy = true;
+        *out = cached;
+        return 0;
+    }
+    int rc = q_update_new_af(update, filters, out, err);
+    if (!rc)
+        (*out)->nocache = !cache;
+    return rc;
+}
+
+void q_update_release(q_update *u)
+{
+    if (!u)
+        return;
+    if (u == cached) {
+        cached_busy = false;
+        return;
+    }
+    if (u->naf || cached_busy || u->nocache) {
+        q_update_destroy(u);
+        return;
+    }
+    pthread_once(&cache_once, cache_key_make);
+    q_update_destroy(cached);
+    cached = u;
+    pthread_setspecific(cache_key, u);
 }
