@@ -11,7 +11,12 @@
  * becomes a writeError {index, code, errmsg}; ordered: true stops there.
  * A multi update collects the matching RecordIds first, then updates each
  * after re-reading and re-matching it, skipping RecordIds its own moves
- * produced, so no document is updated twice.
+ * produced, so no document is updated twice.  A statement on {_id: v}
+ * (IDHACK) finds its document inside the write's own transaction instead.
+ *
+ * Each statement runs through q_insert_exec / q_update_exec /
+ * q_delete_exec / q_find_and_modify_exec, which the typed API (q_api.c)
+ * calls with statements it builds itself: the rules live here once.
  */
 #include <assert.h>
 #include <stdlib.h>
