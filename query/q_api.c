@@ -796,6 +796,9 @@ md_cursor *md_collection_find_with_opts(md_collection *coll, const bson_t *filte
     return c;
 }
 
+/* Options only md_cursor reads (not the find's). */
+static const char *const cursor_only[] = {"maxAwaitTimeMS", NULL};
+
 /* Point c->it at the batch array of the reply in c->batch. */
 static bool enter_batch(md_cursor *c, const char *field)
 {
@@ -817,7 +820,6 @@ static bool fetch(md_cursor *c)
 {
     bson_t cmd = BSON_INITIALIZER;
     bool first = !c->started;
-    static const char *const cursor_only[] = {"maxAwaitTimeMS", NULL};
     if (first) {
         BSON_APPEND_UTF8(&cmd, "find", c->name);
         BSON_APPEND_DOCUMENT(&cmd, "filter", &c->filter);
@@ -843,49 +845,51 @@ static bool fetch(md_cursor *c)
     return rc == 0;
 }
 
-static const char *const find_known[] = {"projection", "sort", "limit", "batchSize", NULL};
-
-/* A find by _id without a command document (q_find_by_id, IDHACK): true
- * when it answered, leaving the document (if any) in c->batch; false when
- * the command path must run (other options, another filter). */
-static bool find_by_id(md_cursor *c)
+/*
+ * The first batch without a command document: the find's options parsed by
+ * the command's rules (q_find_parse_typed), then IDHACK (q_find_by_id, the
+ * one document left in c->batch) or q_cursor_find (its reply in c->batch,
+ * as md_db_command would give it).  False when the fast paths are off.
+ */
+static bool typed_start(md_cursor *c)
 {
-    bson_iter_t it;
-    bson_t proj, sort;
-    q_find_args a = {.filter = &c->filter, .batch_size = -1};
-    if (c->db->no_fast || !q_idhack_query(&c->filter, NULL) || !opts_only(&c->opts, find_known) ||
-        check_doc(&c->filter, "filter", NULL) || check_doc(&c->opts, "opts", NULL))
-        return false;
-    for (bson_iter_init(&it, &c->opts); bson_iter_next(&it);) {
-        const char *k = bson_iter_key(&it);
-        const uint8_t *data;
-        uint32_t len;
-        if (k[0] == 'p' || k[0] == 's') {
-            if (!BSON_ITER_HOLDS_DOCUMENT(&it))
-                return false;
-            bson_iter_document(&it, &len, &data);
-            bson_init_static(k[0] == 'p' ? &proj : &sort, data, len);
-            *(k[0] == 'p' ? &a.projection : &a.sort) = k[0] == 'p' ? &proj : &sort;
-        } else if (!q_iter_int64(&it, k[0] == 'l' ? &a.limit : &a.batch_size) ||
-                   (k[0] == 'b' && a.batch_size <= 0)) {
-            return false;
-        }
-    }
-    if (a.limit < 0) /* libmongoc: a negative limit is a single batch of |limit| */
-        a.limit = -a.limit;
+    q_find_cmd p;
     bool found = false;
     md_db *db = c->db;
-    q_op_enter(db, Q_MODE_IS, NULL, true);
-    q_coll *qc = q_coll_find(db, c->name);
-    int rc = qc ? q_find_by_id(db, qc, &a, &found, &c->batch, &c->err) : Q_FIND_GENERAL;
-    q_op_leave(db);
-    if (rc == Q_FIND_GENERAL)
+    if (db->no_fast)
         return false;
+    memset(&p, 0, sizeof p);
     c->started = true;
-    c->id = 0;
-    c->single = found;
-    c->failed = rc != 0;
-    c->done = !c->single;
+    bson_reinit(&c->batch);
+    int rc = check_doc(&c->filter, "filter", &c->err);
+    if (!rc)
+        rc = check_doc(&c->opts, "opts", &c->err);
+    if (!rc)
+        rc = q_find_parse_typed(db, c->name, &c->filter, &c->opts, cursor_only, &p, &c->err);
+    if (!rc) {
+        q_op_enter(db, Q_MODE_IS, NULL, true);
+        q_coll *qc = q_coll_find(db, c->name);
+        rc = qc ? q_find_by_id(db, qc, &p.a, &found, &c->batch, &c->err) : Q_FIND_GENERAL;
+        if (rc == Q_FIND_GENERAL) {
+            found = false;
+            bson_reinit(&c->batch);
+            rc = q_cursor_find(db, qc, p.ns, &p.a, &c->batch, &c->err);
+            if (rc == 0 && !enter_batch(c, "firstBatch"))
+                rc = q_err(&c->err, MD_ERROR, MD_CODE_INTERNAL_ERROR, "malformed cursor reply");
+        } else {
+            c->id = 0;
+            c->single = found;
+            c->done = !found;
+        }
+        q_op_leave(db);
+    }
+    q_find_cmd_cleanup(&p);
+    if (rc && !c->err.message[0])
+        q_err(&c->err, rc, eng_rc_to_code(rc), "%s", md_strerror(rc));
+    if (rc) {
+        c->failed = c->done = true;
+        c->id = 0;
+    }
     return true;
 }
 
@@ -897,11 +901,14 @@ bool md_cursor_next(md_cursor *c, const bson_t **doc)
     uint32_t len;
     bool asked = false;
     *doc = NULL;
-    if (!c->started && find_by_id(c) && c->single) {
-        c->single = false;
-        c->done = true;
-        *doc = &c->batch;
-        return true;
+    if (!c->started && typed_start(c)) {
+        if (c->single) {
+            c->single = false;
+            c->done = true;
+            *doc = &c->batch;
+            return true;
+        }
+        asked = true;
     }
     while (!c->done) {
         if (!c->started) {

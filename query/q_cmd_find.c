@@ -147,6 +147,20 @@ static int tailable_check(q_find_cmd *p, md_error *err)
     return 0;
 }
 
+/* After the fields: the checks between them, and the views in p->a. */
+static int find_finish(q_find_cmd *p, int rc, md_error *err)
+{
+    if (!rc)
+        rc = tailable_check(p, err);
+    p->a.filter = p->has_filter ? &p->filter : NULL;
+    p->a.projection = p->has_projection ? &p->projection : NULL;
+    p->a.sort = p->has_sort ? &p->sort : NULL;
+    if (p->has_hint && bson_iter_init_find(&p->hint_it, &p->hint, "h") &&
+        !(BSON_ITER_HOLDS_DOCUMENT(&p->hint_it) && empty_doc(&p->hint_it)))
+        p->a.hint = &p->hint_it; /* an empty hint is none */
+    return rc;
+}
+
 int q_find_parse(md_db *db, const bson_t *cmd, q_find_cmd *p, md_error *err)
 {
     bson_iter_t it;
@@ -157,15 +171,31 @@ int q_find_parse(md_db *db, const bson_t *cmd, q_find_cmd *p, md_error *err)
     bson_iter_next(&it);
     while (!rc && bson_iter_next(&it))
         rc = find_field(&it, p, &p->a, err);
-    if (!rc)
-        rc = tailable_check(p, err);
-    p->a.filter = p->has_filter ? &p->filter : NULL;
-    p->a.projection = p->has_projection ? &p->projection : NULL;
-    p->a.sort = p->has_sort ? &p->sort : NULL;
-    if (p->has_hint && bson_iter_init_find(&p->hint_it, &p->hint, "h") &&
-        !(BSON_ITER_HOLDS_DOCUMENT(&p->hint_it) && empty_doc(&p->hint_it)))
-        p->a.hint = &p->hint_it; /* an empty hint is none */
-    return rc;
+    return find_finish(p, rc, err);
+}
+
+int q_find_parse_typed(md_db *db, const char *coll, const bson_t *filter, const bson_t *opts,
+                       const char *const *skip, q_find_cmd *p, md_error *err)
+{
+    bson_iter_t it;
+    memset(p, 0, sizeof *p);
+    p->a.batch_size = -1;
+    p->name = coll;
+    int rc = q_ns_make(db, coll, p->ns, err);
+    if (!rc && filter) {
+        p->has_filter = true;
+        bson_init_static(&p->filter, bson_get_data(filter), filter->len);
+    }
+    if (!rc && opts && bson_iter_init(&it, opts)) {
+        while (!rc && bson_iter_next(&it)) {
+            bool skipped = false;
+            for (size_t i = 0; skip && skip[i] && !skipped; i++)
+                skipped = strcmp(bson_iter_key(&it), skip[i]) == 0;
+            if (!skipped)
+                rc = find_field(&it, p, &p->a, err);
+        }
+    }
+    return find_finish(p, rc, err);
 }
 
 void q_find_cmd_cleanup(q_find_cmd *p)

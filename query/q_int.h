@@ -482,6 +482,11 @@ typedef struct q_find_cmd {
  * also after an error. */
 int q_find_parse(md_db *db, const bson_t *cmd, q_find_cmd *p, md_error *err);
 void q_find_cmd_cleanup(q_find_cmd *p);
+/* The same for the typed API: the filter, then opts read field by field by
+ * the command's own rules (fields named in `skip` left out); filter and
+ * opts must outlive p. */
+int q_find_parse_typed(md_db *db, const char *coll, const bson_t *filter, const bson_t *opts,
+                       const char *const *skip, q_find_cmd *p, md_error *err);
 /* IDHACK find (q_cursor.c): when a is {_id: v} (see q_idhack_query) with
  * no hint, skip, tailable or zero batch size, 0 with *found and `out` (an
  * initialized document, reused: bson_reinit keeps its buffer) holding the
