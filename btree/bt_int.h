@@ -219,9 +219,21 @@ typedef struct bt_page bt_page;
 
 /* A leaf entry (key, rid) -> value, or an internal entry (key, rid) -> child.
  * `key` and `val` share one allocation owned by the entry. */
+/* The first 8 bytes of a key, big-endian, zero-padded: two keys whose
+ * prefixes differ compare as their prefixes do (eng_key_cmp's order). */
+static inline uint64_t bt_key_prefix(const uint8_t *key, uint32_t klen)
+{
+    uint64_t v = 0;
+    for (uint32_t i = 0; i < 8; i++)
+        v = v << 8 | (i < klen ? key[i] : 0);
+    return v;
+}
+
 typedef struct bt_ent {
     uint8_t *key;
     uint8_t *val;
+    uint64_t kpfx; /* bt_key_prefix(key): most comparisons end here, without
+                      following the key pointer */
     uint32_t klen, vlen;
     eng_rid rid;
     bool has_val;

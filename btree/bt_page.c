@@ -71,6 +71,7 @@ int bt_ent_set(bt_ent *en, const uint8_t *key, uint32_t klen, eng_rid rid, const
     memset(en, 0, sizeof *en);
     en->key = buf;
     en->klen = klen;
+    en->kpfx = bt_key_prefix(buf, klen);
     en->rid = rid;
     en->has_val = has_val;
     en->val = has_val ? buf + klen : NULL;

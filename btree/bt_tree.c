@@ -97,9 +97,11 @@ static int ent_cmp(const bt_ent *en, const uint8_t *key, uint32_t klen, eng_rid 
 static size_t page_find(const bt_page *p, const uint8_t *key, uint32_t klen, eng_rid rid)
 {
     size_t lo = p->type == BT_PAGE_INT ? 1 : 0, hi = p->n;
+    uint64_t kp = bt_key_prefix(key, klen);
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        int c = ent_cmp(&p->e[mid], key, klen, rid);
+        const bt_ent *en = &p->e[mid];
+        int c = en->kpfx != kp ? (en->kpfx < kp ? -1 : 1) : ent_cmp(en, key, klen, rid);
         if (c < 0 || (c == 0 && p->type == BT_PAGE_INT))
             lo = mid + 1;
         else
