@@ -312,11 +312,27 @@ static void view_of(const bson_t *doc, bson_t *view)
     bson_init_static(view, bson_get_data(doc), doc->len);
 }
 
-/* Checks every typed write makes before its statements run, under the
- * lock: the namespace and a handle that still takes writes. */
-static int typed_write_start(md_collection *coll, md_error *err)
+/* Before the lock, after the statement's own documents were checked (rc):
+ * the options document and its write concern; the reply is started. */
+static int typed_write_check(int rc, const bson_t *opts, bool *durable, bson_t *reply,
+                             md_error *err)
+{
+    if (!rc && opts)
+        rc = check_doc(opts, "opts", err);
+    if (!rc)
+        rc = q_write_concern(opts, durable, err);
+    if (reply)
+        bson_init(reply);
+    return rc;
+}
+
+/* Take the database lock in `mode`, then what every typed write checks
+ * under it: the namespace and a handle that still takes writes.  The
+ * caller leaves with q_op_leave whatever this returns. */
+static int typed_write_enter(md_collection *coll, int mode, md_error *err)
 {
     char ns[ENG_IDENT_MAX];
+    q_op_enter(coll->db, mode, mode == Q_OP_CREATE ? coll->name : NULL, true);
     int rc = q_ns_make(coll->db, coll->name, ns, err);
     return rc ? rc : q_write_allowed(coll->db, err);
 }
@@ -360,18 +376,13 @@ static bool typed_insert(md_collection *coll, const bson_t **docs, size_t n,
     }
     for (size_t i = 0; i < n && !rc; i++)
         rc = check_doc(docs[i], "document", err);
-    if (!rc)
-        rc = q_write_concern(opts ? opts : &(bson_t)BSON_INITIALIZER, &durable, err);
-    if (reply)
-        bson_init(reply);
-    if (rc) {
+    if ((rc = typed_write_check(rc, opts, &durable, reply, err)) != 0) {
         *rcp = rc;
         return true;
     }
     md_db *db = coll->db;
     md_error stmt;
-    q_op_enter(db, Q_OP_CREATE, coll->name, true);
-    rc = typed_write_start(coll, err);
+    rc = typed_write_enter(coll, Q_OP_CREATE, err);
     if (!rc)
         rc = q_coll_get_or_create(db, coll->name, NULL, &c, err);
     if (!rc) {
@@ -428,13 +439,7 @@ static bool typed_update(md_collection *coll, const bson_t *q, const bson_t *u, 
     int rc = check_doc(q, "selector", err);
     if (!rc)
         rc = check_doc(u, "update", err);
-    if (!rc && opts)
-        rc = check_doc(opts, "opts", err);
-    if (!rc)
-        rc = q_write_concern(opts ? opts : &(bson_t)BSON_INITIALIZER, &durable, err);
-    if (reply)
-        bson_init(reply);
-    if (rc) {
+    if ((rc = typed_write_check(rc, opts, &durable, reply, err)) != 0) {
         *rcp = rc;
         return true;
     }
@@ -443,8 +448,7 @@ static bool typed_update(md_collection *coll, const bson_t *q, const bson_t *u, 
     md_db *db = coll->db;
     q_upd_out o = {.id = BSON_INITIALIZER};
     int srv = 0;
-    q_op_enter(db, Q_OP_CREATE, coll->name, true);
-    rc = typed_write_start(coll, err);
+    rc = typed_write_enter(coll, Q_OP_CREATE, err);
     if (!rc)
         srv = q_update_exec(db, coll->name, durable, &s, &o, err);
     q_op_leave(db);
@@ -472,19 +476,12 @@ static bool typed_delete(md_collection *coll, const bson_t *q, int limit, const 
     if (coll->db->no_fast || !opts_only(opts, delete_known))
         return false;
     int rc = check_doc(q, "selector", err);
-    if (!rc && opts)
-        rc = check_doc(opts, "opts", err);
-    if (!rc)
-        rc = q_write_concern(opts ? opts : &(bson_t)BSON_INITIALIZER, &durable, err);
-    if (reply)
-        bson_init(reply);
-    if (rc) {
+    if ((rc = typed_write_check(rc, opts, &durable, reply, err)) != 0) {
         *rcp = rc;
         return true;
     }
     md_db *db = coll->db;
-    q_op_enter(db, Q_MODE_IX, NULL, true);
-    rc = typed_write_start(coll, err);
+    rc = typed_write_enter(coll, Q_MODE_IX, err);
     if (!rc)
         srv = q_delete_exec(db, coll->name, durable, q, limit, &n, err);
     q_op_leave(db);
@@ -871,8 +868,6 @@ static bool typed_start(md_cursor *c)
         q_coll *qc = q_coll_find(db, c->name);
         rc = qc ? q_find_by_id(db, qc, &p.a, &found, &c->batch, &c->err) : Q_FIND_GENERAL;
         if (rc == Q_FIND_GENERAL) {
-            found = false;
-            bson_reinit(&c->batch);
             rc = q_cursor_find(db, qc, p.ns, &p.a, &c->batch, &c->err);
             if (rc == 0 && !enter_batch(c, "firstBatch"))
                 rc = q_err(&c->err, MD_ERROR, MD_CODE_INTERNAL_ERROR, "malformed cursor reply");

@@ -178,7 +178,7 @@ int q_write_concern(const bson_t *cmd, bool *durable, md_error *err)
 {
     bson_iter_t it, wc;
     *durable = false;
-    if (!bson_iter_init_find(&it, cmd, "writeConcern"))
+    if (!cmd || !bson_iter_init_find(&it, cmd, "writeConcern"))
         return 0;
     if (!BSON_ITER_HOLDS_DOCUMENT(&it))
         return q_err(err, MD_EINVAL, MD_CODE_FAILED_TO_PARSE, "writeConcern must be an object");

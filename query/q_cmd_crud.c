@@ -715,7 +715,7 @@ int q_find_and_modify_exec(md_db *db, const char *name, const bson_t *query,
         while (!rc && bson_iter_next(&it))
             rc = strcmp(bson_iter_key(&it), "query") ? fam_field(&a, &it, err) : 0;
     if (!rc)
-        rc = fam_check(&a, opts ? opts : &(bson_t)BSON_INITIALIZER, err);
+        rc = fam_check(&a, opts, err);
     return rc ? rc : fam_exec(db, name, &a, reply, err);
 }
 

@@ -205,12 +205,27 @@ void q_find_cmd_cleanup(q_find_cmd *p)
     p->has_hint = false;
 }
 
+/* IDHACK's one document as a first batch, else a cursor. */
+static int find_run(md_db *db, const q_find_cmd *p, bson_t *reply, md_error *err)
+{
+    bool found;
+    q_coll *c = q_coll_find(db, p->name);
+    bson_t doc = BSON_INITIALIZER, *docs[1] = {&doc};
+    int rc = c ? q_find_by_id(db, c, &p->a, &found, &doc, err) : Q_FIND_GENERAL;
+    if (rc == Q_FIND_GENERAL)
+        rc = q_cursor_find(db, c, p->ns, &p->a, reply, err);
+    else if (rc == 0)
+        q_cursor_reply_array(reply, p->ns, docs, found);
+    bson_destroy(&doc);
+    return rc;
+}
+
 int q_cmd_find(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err)
 {
     q_find_cmd p;
     int rc = q_find_parse(db, cmd, &p, err);
     if (!rc)
-        rc = q_cursor_find(db, q_coll_find(db, p.name), p.ns, &p.a, reply, err);
+        rc = find_run(db, &p, reply, err);
     q_find_cmd_cleanup(&p);
     return rc;
 }

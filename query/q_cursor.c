@@ -545,16 +545,8 @@ int q_find_by_id(md_db *db, q_coll *c, const q_find_args *a, bool *found, bson_t
 int q_cursor_find(md_db *db, q_coll *c, const char *ns, const q_find_args *a, bson_t *reply,
                   md_error *err)
 {
-    bool exhausted, found;
-    bson_t doc = BSON_INITIALIZER, *docs[1] = {&doc};
-    int rc = q_find_by_id(db, c, a, &found, &doc, err);
-    if (rc != Q_FIND_GENERAL) {
-        if (!rc)
-            q_cursor_reply_array(reply, ns, docs, found);
-        bson_destroy(&doc);
-        return rc;
-    }
-    bson_destroy(&doc);
+    bool exhausted;
+    int rc;
     q_cursor *cur = q_zalloc(sizeof *cur);
     assert(cur);
     cur->db = db;

@@ -495,7 +495,8 @@ int q_find_parse_typed(md_db *db, const char *coll, const bson_t *filter, const 
 #define Q_FIND_GENERAL 1
 int q_find_by_id(md_db *db, q_coll *c, const q_find_args *a, bool *found, bson_t *out,
                  md_error *err);
-/* Run a find, appending "cursor: {firstBatch, id, ns}" to reply. */
+/* Run a find through the planner, appending "cursor: {firstBatch, id,
+ * ns}" to reply (callers try q_find_by_id first). */
 int q_cursor_find(md_db *db, q_coll *c, const char *ns, const q_find_args *a, bson_t *reply,
                   md_error *err);
 /* max_time_ms: the getMore's maxTimeMS, -1 when not given (awaitData
@@ -552,7 +553,8 @@ bool q_iter_int64(const bson_iter_t *it, int64_t *out);
 void q_append_number(bson_t *b, const char *key, int64_t v);
 /* Is doc exactly {field: 1} (any numeric type)? */
 bool q_doc_is_one(const bson_t *doc, const char *field);
-/* writeConcern: j -> *durable.  BadValue on malformed values. */
+/* writeConcern: j -> *durable.  BadValue on malformed values.  cmd may be
+ * NULL (no options: not durable). */
 int q_write_concern(const bson_t *cmd, bool *durable, md_error *err);
 /* IDL-style messages: "BSON field 'insert.documents' is the wrong type ..." */
 int q_err_field_type(md_error *err, const char *cmd, const char *field, bson_type_t got,
