@@ -917,11 +917,6 @@ static int ac_scenario_check(md_db *db, void *state, md_error *err)
     return rc;
 }
 
-static void ac_destroy(void *state)
-{
-    free(state);
-}
-
 static const pt_scenario ac_scenario_transfer = {
     .name = "account_transfer",
     .title = "Successfully transfer between accounts",
@@ -939,7 +934,6 @@ static const pt_scenario ac_scenario_transfer = {
     }},
     .setup = ac_setup,
     .check = ac_scenario_check,
-    .destroy = ac_destroy,
 };
 
 const pt_pattern pt_pattern_account = {

@@ -238,11 +238,6 @@ static int metadata_setup(md_db *db, const pt_setup_args *a, void **state, md_er
     return 0;
 }
 
-static void metadata_destroy(void *state)
-{
-    free(state);
-}
-
 /* metadata: find a random object by both of its fields. */
 static int metadata_run(pt_user *u, md_error *err)
 {
@@ -335,7 +330,6 @@ static const pt_scenario metadata_scenario = {
     },
     .setup = metadata_setup,
     .check = metadata_check,
-    .destroy = metadata_destroy,
 };
 
 const pt_pattern pt_pattern_metadata = {

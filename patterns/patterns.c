@@ -112,3 +112,11 @@ int pt_user_refused(const pt_user *u, int rc, const char *fallback, md_error *er
     return md_error_set(err, MD_ERROR, MD_CODE_BAD_VALUE, "user %llu: %s",
                         (unsigned long long)u->id, why);
 }
+
+void pt_scenario_destroy(const pt_scenario *sc, void *state)
+{
+    if (sc->destroy)
+        sc->destroy(state);
+    else
+        free(state);
+}

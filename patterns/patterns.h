@@ -97,8 +97,13 @@ typedef struct pt_scenario {
     /* After the run: the pattern's invariants (no document lost, money or
      * inventory conserved, no seat sold twice).  0 when they hold. */
     int (*check)(md_db *db, void *state, md_error *err);
-    void (*destroy)(void *state); /* may be NULL */
+    /* Release the state; NULL: a plain free(state).  Call it through
+     * pt_scenario_destroy. */
+    void (*destroy)(void *state);
 } pt_scenario;
+
+/* Release a scenario's state: sc->destroy, or free() when it has none. */
+void pt_scenario_destroy(const pt_scenario *sc, void *state);
 
 #define PT_MAX_SCENARIOS 2
 

@@ -436,8 +436,7 @@ int pt_run_scenario(const pt_scenario *sc, const pt_run_opts *o, pt_run_result *
         }
     }
 out_destroy:
-    if (sc->destroy)
-        sc->destroy(s.state);
+    pt_scenario_destroy(sc, s.state);
 out_free:
     free(s.users);
 out_close:

@@ -1126,11 +1126,6 @@ static int th_scenario_check(md_db *db, void *state, md_error *err)
     return rc;
 }
 
-static void th_destroy(void *state)
-{
-    free(state);
-}
-
 static const pt_scenario th_scenario_checkout = {
     .name = "theater_checkout",
     .title = "Successfully Checkout Cart",
@@ -1148,7 +1143,6 @@ static const pt_scenario th_scenario_checkout = {
     }},
     .setup = th_setup,
     .check = th_scenario_check,
-    .destroy = th_destroy,
 };
 
 const pt_pattern pt_pattern_theater = {

@@ -251,11 +251,6 @@ static int ts_check(md_db *db, void *state, md_error *err)
     return 0;
 }
 
-static void ts_destroy(void *state)
-{
-    free(state);
-}
-
 static const pt_scenario ts_scenario = {
     .name = "timeseries",
     .title = "Timeseries Simulation",
@@ -271,7 +266,6 @@ static const pt_scenario ts_scenario = {
     }},
     .setup = ts_setup,
     .check = ts_check,
-    .destroy = ts_destroy,
 };
 
 const pt_pattern pt_pattern_timeseries = {

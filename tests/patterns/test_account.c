@@ -533,7 +533,7 @@ Test(pt_account, scenario_transfer_runs_and_checks, .timeout = 60)
         bson_destroy(PTT_OK(&t, "{\"update\": \"accounts\", \"updates\": [{\"q\": {}, "
                                 "\"u\": {\"$inc\": {\"balance\": 1}}}]}"));
         cr_assert_neq(sc->check(t.db, state, &err), 0, "[%s] check missed it", t.engine);
-        sc->destroy(state);
+        pt_scenario_destroy(sc, state);
     }
 }
 

@@ -315,6 +315,6 @@ Test(cart_no_reservation, scenario_checks_out_every_user)
     PTT_FOR_EACH_ENGINE(t)
     {
         void *state = run_scenario(&t, sc);
-        sc->destroy(state);
+        pt_scenario_destroy(sc, state);
     }
 }

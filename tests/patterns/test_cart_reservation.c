@@ -516,6 +516,6 @@ Test(cart_reservation, scenario_checks_out_every_user)
     {
         void *state = run_scenario(&t, sc);
         cr_assert_eq(ptt_count(&t, "carts", "{\"state\": \"completed\"}"), 40);
-        sc->destroy(state);
+        pt_scenario_destroy(sc, state);
     }
 }

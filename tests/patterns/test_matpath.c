@@ -298,7 +298,7 @@ static void run_scenario(const pt_scenario *sc)
                                 "\"u\": {\"$set\": {\"parent\": \"/elsewhere\"}}}]}"));
         cr_assert_neq(sc->check(t.db, state, &err), 0, "[%s] a moved category passed", t.engine);
         cr_assert(strstr(err.message, "categories 3") != NULL, "%s", err.message);
-        sc->destroy(state);
+        pt_scenario_destroy(sc, state);
     }
 }
 

@@ -246,6 +246,6 @@ Test(pt_metadata, scenario_from_many_threads)
                                 "\"limit\": 1}]}"));
         cr_assert_neq(sc->check(t.db, state, &err), 0);
         cr_assert(strstr(err.message, "lost") != NULL, "%s", err.message);
-        sc->destroy(state);
+        pt_scenario_destroy(sc, state);
     }
 }

@@ -265,7 +265,7 @@ Test(pt_queue, concurrent_fetchers_take_every_job_exactly_once)
         n = ptt_run_op(t.db, state, &sc->ops[1], 4, 20, msg);
         cr_assert_eq(n, 0, "[%s] %s", t.engine, msg);
         cr_assert_eq(pt_queue_empty_fetches(state), 20);
-        sc->destroy(state);
+        pt_scenario_destroy(sc, state);
     }
 }
 
@@ -288,7 +288,7 @@ Test(pt_queue, scenario_publishers_and_fetchers_at_once)
         cr_assert_eq(sc->check(t.db, state, &err), 0, "[%s] check: %s", t.engine, err.message);
         cr_assert_eq(ptt_count(&t, "queue", "{}"), 1000);
         cr_assert_eq(ptt_count(&t, "queue", "{\"startTime\": null}"), 1000 - fetched);
-        sc->destroy(state);
+        pt_scenario_destroy(sc, state);
     }
 }
 
@@ -318,6 +318,6 @@ Test(pt_queue, check_notices_a_lost_or_stray_job)
                                 "null}, \"limit\": 1}]}"));
         cr_assert_neq(sc->check(t.db, state, &err), 0, "[%s] a lost job passed", t.engine);
         cr_assert(strstr(err.message, "lost") != NULL, "%s", err.message);
-        sc->destroy(state);
+        pt_scenario_destroy(sc, state);
     }
 }

@@ -517,6 +517,6 @@ Test(pt_theater, scenario_checkout_runs_and_checks, .timeout = 60)
                                 "\"limit\": 1}]}"));
         cr_assert_neq(sc->check(t.db, state, &err), 0, "[%s] check missed a lost receipt",
                       t.engine);
-        sc->destroy(state);
+        pt_scenario_destroy(sc, state);
     }
 }

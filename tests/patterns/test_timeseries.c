@@ -281,10 +281,10 @@ Test(timeseries, scenario_from_many_threads_keeps_every_view)
         cr_assert_neq(s->check(t.db, state, &err), 0, "[%s] check missed an extra view",
                       t.engine);
         /* setup again starts from an empty collection */
-        s->destroy(state);
+        pt_scenario_destroy(s, state);
         cr_assert_eq(s->setup(t.db, &a, &state, &err), 0);
         cr_assert_eq(ptt_count(&t, PT_TS_COLLECTION, "{}"), buckets);
         cr_assert_eq(s->check(t.db, state, &err), 0, "%s", err.message);
-        s->destroy(state);
+        pt_scenario_destroy(s, state);
     }
 }

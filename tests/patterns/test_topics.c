@@ -179,7 +179,7 @@ Test(pt_topics, scenario_publishers_and_subscribers_at_once)
         cr_assert_eq(sc->check(t.db, state, &err), 0, "[%s] check: %s", t.engine, err.message);
         int64_t kept = ptt_count(&t, "ticker", "{}");
         cr_assert(kept > 0 && kept < 3000, "[%s] %lld kept", t.engine, (long long)kept);
-        sc->destroy(state);
+        pt_scenario_destroy(sc, state);
     }
 }
 
@@ -251,6 +251,6 @@ Test(pt_topics, check_notices_lost_duplicated_or_reordered_tickers)
                                 "\"client\": 0}]}"));
         cr_assert_neq(sc->check(t.db, state, &err), 0, "[%s] a stranger passed", t.engine);
         cr_assert(strstr(err.message, "not published") != NULL, "%s", err.message);
-        sc->destroy(state);
+        pt_scenario_destroy(sc, state);
     }
 }
