@@ -108,6 +108,13 @@ static bool ac_crash(const pt_account_opts *o, int *writes)
     return o && o->crash_after > 0 && *writes >= o->crash_after;
 }
 
+/* After a write that returned rc: a success counts, and may be where the
+ * protocol stops (PT_ACCOUNT_CRASHED). */
+static int ac_step(int rc, const pt_account_opts *o, int *writes)
+{
+    return rc == 0 && ac_crash(o, writes) ? PT_ACCOUNT_CRASHED : rc;
+}
+
 /* A transaction as the protocol needs it (strings copied). */
 typedef struct ac_txn {
     bson_oid_t id;
@@ -224,19 +231,11 @@ static int ac_drive_canceling(md_db *db, const ac_txn *t, const pt_account_opts 
                               int *writes, md_error *err)
 {
     bool moved;
-    int rc = ac_reverse_side(db, t, t->source, t->amount, err);
-    if (rc != 0)
-        return rc;
-    if (ac_crash(o, writes))
-        return PT_ACCOUNT_CRASHED;
-    rc = ac_reverse_side(db, t, t->destination, -t->amount, err);
-    if (rc != 0)
-        return rc;
-    if (ac_crash(o, writes))
-        return PT_ACCOUNT_CRASHED;
-    rc = ac_set_state(db, t, "canceling", "canceled", &moved, err);
-    if (rc == 0 && ac_crash(o, writes))
-        return PT_ACCOUNT_CRASHED;
+    int rc = ac_step(ac_reverse_side(db, t, t->source, t->amount, err), o, writes);
+    if (rc == 0)
+        rc = ac_step(ac_reverse_side(db, t, t->destination, -t->amount, err), o, writes);
+    if (rc == 0)
+        rc = ac_step(ac_set_state(db, t, "canceling", "canceled", &moved, err), o, writes);
     return rc;
 }
 
@@ -265,19 +264,11 @@ static int ac_drive_committed(md_db *db, const ac_txn *t, const pt_account_opts 
                               int *writes, md_error *err)
 {
     bool moved;
-    int rc = ac_clear_side(db, t, t->source, err);
-    if (rc != 0)
-        return rc;
-    if (ac_crash(o, writes))
-        return PT_ACCOUNT_CRASHED;
-    rc = ac_clear_side(db, t, t->destination, err);
-    if (rc != 0)
-        return rc;
-    if (ac_crash(o, writes))
-        return PT_ACCOUNT_CRASHED;
-    rc = ac_set_state(db, t, "committed", "done", &moved, err);
-    if (rc == 0 && ac_crash(o, writes))
-        return PT_ACCOUNT_CRASHED;
+    int rc = ac_step(ac_clear_side(db, t, t->source, err), o, writes);
+    if (rc == 0)
+        rc = ac_step(ac_clear_side(db, t, t->destination, err), o, writes);
+    if (rc == 0)
+        rc = ac_step(ac_set_state(db, t, "committed", "done", &moved, err), o, writes);
     return rc;
 }
 
@@ -534,9 +525,7 @@ static int ac_recover_one(md_db *db, const ac_txn *t, const pt_account_opts *o, 
     bool moved;
     int rc;
     if (strcmp(t->state, "initial") == 0) {
-        rc = ac_set_state(db, t, "initial", "canceled", &moved, err);
-        if (rc == 0 && ac_crash(o, writes))
-            rc = PT_ACCOUNT_CRASHED;
+        rc = ac_step(ac_set_state(db, t, "initial", "canceled", &moved, err), o, writes);
     } else if (strcmp(t->state, "pending") == 0) {
         rc = ac_drive_pending(db, t, o, writes, err);
     } else if (strcmp(t->state, "committed") == 0) {
