@@ -286,22 +286,7 @@ Test(cart_no_reservation, contention_with_failures_and_expiry_keeps_the_books_ba
 
 Test(cart_no_reservation, live_clients_racing_the_expiry_job_leave_nothing_to_repair)
 {
-    ptt_db t;
-    PTT_FOR_EACH_ENGINE(t)
-    {
-        int64_t initial[3];
-        pt_cart_totals tot;
-        /* The job only expires (no recovery pass): whatever a live client
-         * and the job do at the same time must settle by itself. */
-        pt_cart_stress s = {.reserving = false, .threads = 8, .ops = 150, .nproducts = 3,
-                            .expire_every = 6, .expire_age_ms = 2, .expire_only = true,
-                            .seed = 19};
-        stress(&t, 60, &s, initial);
-        must_hold(&t, 3, initial, &tot);
-        cr_assert_gt(tot.expired, 0, "[%s] the job raced the clients", t.engine);
-        cr_assert_gt(s.checked_out, 0, "[%s]", t.engine);
-        cr_assert_eq(tot.available + tot.reserved + tot.sold, 180);
-    }
+    race_expiry_job(false, 19);
 }
 
 /* ---- the scenario ---------------------------------------------------------- */

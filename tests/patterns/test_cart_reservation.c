@@ -485,22 +485,7 @@ Test(cart_reservation, contention_with_failures_and_expiry_keeps_the_books_balan
 
 Test(cart_reservation, live_clients_racing_the_expiry_job_leave_nothing_to_repair)
 {
-    ptt_db t;
-    PTT_FOR_EACH_ENGINE(t)
-    {
-        int64_t initial[3];
-        pt_cart_totals tot;
-        /* The job only expires (no recovery pass): whatever a live client
-         * and the job do at the same time must settle by itself. */
-        pt_cart_stress s = {.reserving = true, .threads = 8, .ops = 150, .nproducts = 3,
-                            .expire_every = 6, .expire_age_ms = 2, .expire_only = true,
-                            .seed = 17};
-        stress(&t, 60, &s, initial);
-        must_hold(&t, 3, initial, &tot);
-        cr_assert_gt(tot.expired, 0, "[%s] the job raced the clients", t.engine);
-        cr_assert_gt(s.checked_out, 0, "[%s]", t.engine);
-        cr_assert_eq(tot.available + tot.reserved + tot.sold, 180);
-    }
+    race_expiry_job(true, 17);
 }
 
 /* ---- the scenario ---------------------------------------------------------- */
