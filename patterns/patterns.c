@@ -10,14 +10,19 @@
 #include "patterns.h"
 
 
-uint64_t pt_rand(pt_user *u)
+uint64_t pt_rand_next(uint64_t *state)
 {
-    uint64_t x = u->rng ? u->rng : 0x9e3779b97f4a7c15ull;
+    uint64_t x = *state ? *state : 0x9e3779b97f4a7c15ull;
     x ^= x >> 12;
     x ^= x << 25;
     x ^= x >> 27;
-    u->rng = x;
+    *state = x;
     return x * 0x2545f4914f6cdd1dull;
+}
+
+uint64_t pt_rand(pt_user *u)
+{
+    return pt_rand_next(&u->rng);
 }
 
 uint64_t pt_rand_below(pt_user *u, uint64_t n)

@@ -54,7 +54,10 @@ typedef struct pt_user {
     int client;      /* index of the client thread running this user */
 } pt_user;
 
-/* xorshift64*: the next pseudo-random number of this user. */
+/* xorshift64*: the next pseudo-random number of stream *state (0 is taken
+ * as a fixed seed). */
+uint64_t pt_rand_next(uint64_t *state);
+/* The next pseudo-random number of this user (pt_rand_next of u->rng). */
 uint64_t pt_rand(pt_user *u);
 /* Uniform in [0, n). */
 uint64_t pt_rand_below(pt_user *u, uint64_t n);

@@ -23,6 +23,7 @@
 #include "eng.h"
 #include "minidoc.h"
 #include "patterns.h"
+#include "pt_errors.h"
 
 typedef struct ptt_db {
     md_db *db;
@@ -177,9 +178,7 @@ typedef struct ptt_run {
     const pt_op *ops[PTT_MAX_OPS];
     int64_t users[PTT_MAX_OPS];             /* users to run, per op */
     atomic_int_fast64_t next_id[PTT_MAX_OPS]; /* user ids handed out, per op */
-    atomic_int errors;
-    char first_error[256];
-    pthread_mutex_t lock;
+    ptt_errors err;
 } ptt_run;
 
 typedef struct ptt_client {
@@ -226,13 +225,8 @@ static inline void *ptt_client_main(void *arg)
         md_error err;
         md_error_clear(&err);
         int rc = r->ops[k]->run(&u, &err);
-        if (rc != 0) {
-            pthread_mutex_lock(&r->lock);
-            if (atomic_fetch_add(&r->errors, 1) == 0)
-                snprintf(r->first_error, sizeof r->first_error, "%s: %s: %.160s",
-                         r->ops[k]->name, md_strerror(rc), err.message);
-            pthread_mutex_unlock(&r->lock);
-        }
+        if (rc != 0)
+            ptt_errors_add(&r->err, r->ops[k]->name, rc, &err);
     }
     return NULL;
 }
@@ -251,8 +245,7 @@ static inline int ptt_run_ops(md_db *db, void *state, int nops, const pt_op *con
         r.users[k] = users[k];
         atomic_init(&r.next_id[k], 0);
     }
-    atomic_init(&r.errors, 0);
-    pthread_mutex_init(&r.lock, NULL);
+    ptt_errors_init(&r.err);
     pthread_t th[64];
     ptt_client cl[64];
     if (nthreads > 64)
@@ -263,10 +256,10 @@ static inline int ptt_run_ops(md_db *db, void *state, int nops, const pt_op *con
     }
     for (int i = 0; i < nthreads; i++)
         pthread_join(th[i], NULL);
-    pthread_mutex_destroy(&r.lock);
+    ptt_errors_destroy(&r.err);
     if (first_error)
-        snprintf(first_error, 256, "%s", r.first_error);
-    return atomic_load(&r.errors);
+        snprintf(first_error, 256, "%s", r.err.first);
+    return atomic_load(&r.err.n);
 }
 
 /* One op, `users` users. */

@@ -359,9 +359,8 @@ Test(pt_account, recovery_survives_its_own_stops)
 
 typedef struct st_shared {
     md_db *db;
-    atomic_int errors, done, canceled, crashed;
-    char first_error[256];
-    pthread_mutex_t lock;
+    atomic_int done, canceled, crashed;
+    ptt_errors err;
     int transfers_per_client;
 } st_shared;
 
@@ -373,19 +372,12 @@ typedef struct st_client {
 
 static uint64_t st_rand(st_client *c)
 {
-    pt_user u = {.rng = c->rng};
-    uint64_t r = pt_rand(&u);
-    c->rng = u.rng;
-    return r;
+    return pt_rand_next(&c->rng);
 }
 
 static void st_fail(st_shared *sh, const char *what, int rc, const md_error *err)
 {
-    pthread_mutex_lock(&sh->lock);
-    if (atomic_fetch_add(&sh->errors, 1) == 0)
-        snprintf(sh->first_error, sizeof sh->first_error, "%s: %s: %.160s", what,
-                 md_strerror(rc), err->message);
-    pthread_mutex_unlock(&sh->lock);
+    ptt_errors_add(&sh->err, what, rc, err);
 }
 
 static void st_count(st_shared *sh, const char *what, int rc, const md_error *err)
@@ -481,13 +473,12 @@ Test(pt_account, threads_with_stops_then_recovery_conserve_money, .timeout = 120
             cr_assert_eq(pt_account_create(t.db, a, ST_OPENING, &err), 0);
         }
         st_shared sh = {.db = t.db, .transfers_per_client = 60};
-        atomic_init(&sh.errors, 0);
         atomic_init(&sh.done, 0);
         atomic_init(&sh.canceled, 0);
         atomic_init(&sh.crashed, 0);
-        pthread_mutex_init(&sh.lock, NULL);
+        ptt_errors_init(&sh.err);
         st_threads(&sh, 8, st_client_main, 0x9e3779b97f4a7c15ull);
-        cr_assert_eq(atomic_load(&sh.errors), 0, "[%s] %s", t.engine, sh.first_error);
+        cr_assert_eq(atomic_load(&sh.err.n), 0, "[%s] %s", t.engine, sh.err.first);
         cr_assert_gt(atomic_load(&sh.done), 0, "[%s]", t.engine);
         cr_assert_gt(atomic_load(&sh.canceled), 0, "[%s] no transfer was short of money",
                      t.engine);
@@ -497,12 +488,12 @@ Test(pt_account, threads_with_stops_then_recovery_conserve_money, .timeout = 120
         struct timespec ts = {0, (ST_LEASE_MS + 50) * 1000000L};
         nanosleep(&ts, NULL);
         st_threads(&sh, 3, st_recovery_main, 0xabcdefull);
-        cr_assert_eq(atomic_load(&sh.errors), 0, "[%s] %s", t.engine, sh.first_error);
+        cr_assert_eq(atomic_load(&sh.err.n), 0, "[%s] %s", t.engine, sh.err.first);
         expect_check(&t, ST_ACCOUNTS * ST_OPENING, ST_OPENING, false);
         cr_assert_eq(pt_account_recover(t.db, FAR_FUTURE, NULL, NULL, &err), 0, "[%s] %s",
                      t.engine, err.message);
         expect_check(&t, ST_ACCOUNTS * ST_OPENING, ST_OPENING, true);
-        pthread_mutex_destroy(&sh.lock);
+        ptt_errors_destroy(&sh.err);
     }
 }
 

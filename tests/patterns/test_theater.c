@@ -356,9 +356,8 @@ typedef struct st_shared {
     md_db *db;
     atomic_int_fast64_t next_cart;
     atomic_int stop_expiry;
-    atomic_int errors, sold, crashed;
-    char first_error[256];
-    pthread_mutex_t lock;
+    atomic_int sold, crashed;
+    ptt_errors err;
     int carts_per_client;
 } st_shared;
 
@@ -369,19 +368,12 @@ typedef struct st_client {
 
 static uint64_t st_rand(st_client *c)
 {
-    pt_user u = {.rng = c->rng};
-    uint64_t r = pt_rand(&u);
-    c->rng = u.rng;
-    return r;
+    return pt_rand_next(&c->rng);
 }
 
 static void st_fail(st_shared *sh, const char *what, int rc, const md_error *err)
 {
-    pthread_mutex_lock(&sh->lock);
-    if (atomic_fetch_add(&sh->errors, 1) == 0)
-        snprintf(sh->first_error, sizeof sh->first_error, "%s: %s: %.160s", what,
-                 md_strerror(rc), err->message);
-    pthread_mutex_unlock(&sh->lock);
+    ptt_errors_add(&sh->err, what, rc, err);
 }
 
 /* One client: carts of 1-3 random seat pairs, some stopped, some abandoned. */
@@ -459,10 +451,9 @@ Test(pt_theater, threads_with_stops_and_expiry_never_sell_a_seat_twice, .timeout
         st_shared sh = {.db = t.db, .carts_per_client = 60};
         atomic_init(&sh.next_cart, 1);
         atomic_init(&sh.stop_expiry, 0);
-        atomic_init(&sh.errors, 0);
         atomic_init(&sh.sold, 0);
         atomic_init(&sh.crashed, 0);
-        pthread_mutex_init(&sh.lock, NULL);
+        ptt_errors_init(&sh.err);
         pthread_t th[NCLIENTS + 1];
         st_client cl[NCLIENTS + 1];
         for (int i = 0; i <= NCLIENTS; i++) {
@@ -475,8 +466,8 @@ Test(pt_theater, threads_with_stops_and_expiry_never_sell_a_seat_twice, .timeout
             pthread_join(th[i], NULL);
         atomic_store(&sh.stop_expiry, 1);
         pthread_join(th[NCLIENTS], NULL);
-        pthread_mutex_destroy(&sh.lock);
-        cr_assert_eq(atomic_load(&sh.errors), 0, "[%s] %s", t.engine, sh.first_error);
+        ptt_errors_destroy(&sh.err);
+        cr_assert_eq(atomic_load(&sh.err.n), 0, "[%s] %s", t.engine, sh.err.first);
         cr_assert_gt(atomic_load(&sh.sold), 0, "[%s] nothing sold", t.engine);
         cr_assert_gt(atomic_load(&sh.crashed), 0, "[%s] no failure point hit", t.engine);
         expect_check(&t, false);

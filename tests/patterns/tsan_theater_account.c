@@ -22,6 +22,7 @@
 
 #include "minidoc.h"
 #include "patterns.h"
+#include "pt_errors.h"
 
 #define TH_SESSIONS 2
 #define TH_ROWS 3
@@ -34,9 +35,8 @@
 typedef struct sx_shared {
     md_db *db;
     atomic_int_fast64_t next_cart;
-    atomic_int stop, errors, ok, crashed, refused;
-    pthread_mutex_t lock;
-    char first_error[256];
+    atomic_int stop, ok, crashed, refused;
+    ptt_errors err;
 } sx_shared;
 
 typedef struct sx_thread {
@@ -47,19 +47,12 @@ typedef struct sx_thread {
 
 static uint64_t sx_rand(sx_thread *t)
 {
-    pt_user u = {.rng = t->rng};
-    uint64_t r = pt_rand(&u);
-    t->rng = u.rng;
-    return r;
+    return pt_rand_next(&t->rng);
 }
 
 static void sx_fail(sx_shared *sh, const char *what, int rc, const md_error *err)
 {
-    pthread_mutex_lock(&sh->lock);
-    if (atomic_fetch_add(&sh->errors, 1) == 0)
-        snprintf(sh->first_error, sizeof sh->first_error, "%s: %s: %.160s", what,
-                 md_strerror(rc), err->message);
-    pthread_mutex_unlock(&sh->lock);
+    ptt_errors_add(&sh->err, what, rc, err);
 }
 
 static void sx_sleep_ms(int ms)
@@ -159,7 +152,7 @@ static int th_stress(md_db *db, const char *engine)
         return 1;
     }
     atomic_init(&sh.next_cart, 1);
-    pthread_mutex_init(&sh.lock, NULL);
+    ptt_errors_init(&sh.err);
     /* the expiry thread runs beside the clients until they are done */
     pthread_t ex;
     sx_thread ext = {.sh = &sh, .rng = 0xfeedull, .index = NCLIENTS};
@@ -168,10 +161,10 @@ static int th_stress(md_db *db, const char *engine)
     sx_run(&sh, NCLIENTS, th_client, 0x51ull);
     atomic_store(&sh.stop, 1);
     pthread_join(ex, NULL);
-    pthread_mutex_destroy(&sh.lock);
-    if (atomic_load(&sh.errors)) {
-        fprintf(stderr, "[%s] theater: %d errors, first: %s\n", engine, atomic_load(&sh.errors),
-                sh.first_error);
+    ptt_errors_destroy(&sh.err);
+    if (atomic_load(&sh.err.n)) {
+        fprintf(stderr, "[%s] theater: %d errors, first: %s\n", engine, atomic_load(&sh.err.n),
+                sh.err.first);
         return 1;
     }
     if ((rc = pt_theater_check(db, false, &err)) == 0 &&
@@ -258,9 +251,9 @@ static int ac_stress(md_db *db, const char *engine)
         fprintf(stderr, "[%s] account setup: %s\n", engine, err.message);
         return 1;
     }
-    pthread_mutex_init(&sh.lock, NULL);
+    ptt_errors_init(&sh.err);
     sx_run(&sh, NCLIENTS, ac_client, 0x77ull);
-    if (atomic_load(&sh.errors) == 0 &&
+    if (atomic_load(&sh.err.n) == 0 &&
         (rc = pt_account_check(db, AC_ACCOUNTS * AC_OPENING, AC_OPENING, false, &err)) == 0) {
         sx_sleep_ms(AC_LEASE_MS + 50);
         sx_run(&sh, 3, ac_recovery, 0x99ull);
@@ -268,10 +261,10 @@ static int ac_stress(md_db *db, const char *engine)
             (rc = pt_account_recover(db, pt_now_ms() + 3600000, NULL, NULL, &err)) == 0)
             rc = pt_account_check(db, AC_ACCOUNTS * AC_OPENING, AC_OPENING, true, &err);
     }
-    pthread_mutex_destroy(&sh.lock);
-    if (atomic_load(&sh.errors)) {
-        fprintf(stderr, "[%s] account: %d errors, first: %s\n", engine, atomic_load(&sh.errors),
-                sh.first_error);
+    ptt_errors_destroy(&sh.err);
+    if (atomic_load(&sh.err.n)) {
+        fprintf(stderr, "[%s] account: %d errors, first: %s\n", engine, atomic_load(&sh.err.n),
+                sh.err.first);
         return 1;
     }
     printf("[%s] account: %d done, %d canceled or not ours, %d stops: %s\n", engine,
