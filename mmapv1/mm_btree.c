@@ -31,6 +31,7 @@
  *      8176 - top.
  */
 #include <assert.h>
+#include <endian.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -125,19 +126,27 @@ struct mm_bt_cursor {
 
 /* ---- little-endian access ------------------------------------------------ */
 
-static unsigned get16(const uint8_t *p)
+/* Unaligned little-endian loads, one instruction each on x86-64 and arm64
+ * (every slot visited by a binary search reads three of them). */
+static inline unsigned get16(const uint8_t *p)
 {
-    return (unsigned)p[0] | (unsigned)p[1] << 8;
+    uint16_t v;
+    memcpy(&v, p, sizeof v);
+    return le16toh(v);
 }
 
-static uint32_t get32(const uint8_t *p)
+static inline uint32_t get32(const uint8_t *p)
 {
-    return (uint32_t)get16(p) | (uint32_t)get16(p + 2) << 16;
+    uint32_t v;
+    memcpy(&v, p, sizeof v);
+    return le32toh(v);
 }
 
-static uint64_t get64(const uint8_t *p)
+static inline uint64_t get64(const uint8_t *p)
 {
-    return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
+    return le64toh(v);
 }
 
 static void put16(uint8_t *p, unsigned v)

@@ -773,6 +773,13 @@ void mm_journal_status(mm_engine *e, bson_t *sub);
 /* The live record at l in namespace slot, or NULL (bounds, chain membership,
  * owning extent and, for documents, the BSON length are checked). */
 mm_record *mm_rs_locate(const mm_engine *e, int32_t slot, mm_loc l);
+/* The same checks but the chain's: the header's own (length, extent
+ * back-pointer and namespace, next link inside the extent, BSON length
+ * inside the record), not the predecessor's link to l, which costs a cache
+ * miss on a random read.  For reads and writes inside the record (get,
+ * in-place update, damages); whatever unlinks a record (remove, move,
+ * capped removal) or walks the chain uses mm_rs_locate. */
+mm_record *mm_rs_locate_point(const mm_engine *e, int32_t slot, mm_loc l);
 /* Successor of cur (or the first record when cur is null) in the given
  * direction; *out is null at the end.  MD_ECORRUPT on a bad pointer. */
 int mm_rec_step(const mm_engine *e, int32_t slot, mm_loc cur, bool forward, mm_loc *out);

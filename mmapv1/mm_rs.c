@@ -46,7 +46,7 @@ static bool in_extent(int32_t ofs, int32_t len, int32_t ext_ofs, const mm_extent
            (int64_t)ofs + len <= (int64_t)ext_ofs + x->length;
 }
 
-mm_record *mm_rs_locate(const mm_engine *e, int32_t slot, mm_loc l)
+static mm_record *locate(const mm_engine *e, int32_t slot, mm_loc l, bool linked)
 {
     const mm_ns_slot *d = mm_ns_at(e, slot);
     mm_record *r = mm_record_at(e, l);
@@ -65,7 +65,7 @@ mm_record *mm_rs_locate(const mm_engine *e, int32_t slot, mm_loc l)
         if (!in_extent(r->prev_ofs, MM_REC_HDR, r->extent_ofs, x))
             return NULL;
         const mm_record *p = (const mm_record *)(e->files[l.a].map + r->prev_ofs);
-        if (p->next_ofs != l.ofs)
+        if (linked && p->next_ofs != l.ofs)
             return NULL;
     }
     if (d->kind != MM_KIND_INDEX) {
@@ -76,6 +76,15 @@ mm_record *mm_rs_locate(const mm_engine *e, int32_t slot, mm_loc l)
     return r;
 }
 
+mm_record *mm_rs_locate(const mm_engine *e, int32_t slot, mm_loc l)
+{
+    return locate(e, slot, l, true);
+}
+
+mm_record *mm_rs_locate_point(const mm_engine *e, int32_t slot, mm_loc l)
+{
+    return locate(e, slot, l, false);
+}
 
 /* The first (forward) or last record of the first non-empty extent from el. */
 static int extent_walk(const mm_engine *e, mm_loc el, bool forward, mm_loc *out)
@@ -174,13 +183,16 @@ int mm_do_update(mm_engine *e, mm_txn *t, int32_t slot, mm_loc l, const uint8_t 
     int rc = check_doc(data, len, err);
     if (rc)
         return rc;
-    mm_record *r = mm_rs_locate(e, slot, l);
+    bool fits = false;
+    mm_record *r = mm_rs_locate_point(e, slot, l);
+    if (r && !(fits = r->len - MM_REC_HDR >= (int32_t)len))
+        r = mm_rs_locate(e, slot, l); /* a move unlinks it: check the chain */
     if (!r)
         return md_error_set(err, MD_NOTFOUND, MD_CODE_NO_SUCH_KEY,
                             "no record at %d:0x%x", l.a, l.ofs);
-    if (mm_ns_at(e, slot)->is_capped && r->len - MM_REC_HDR < (int32_t)len)
+    if (mm_ns_at(e, slot)->is_capped && !fits)
         return eng_capped_cannot_grow(err);
-    if (r->len - MM_REC_HDR >= (int32_t)len) {
+    if (fits) {
         mm_writing(t, r + 1, len);
         memmove(r + 1, data, len);
         mm_pf_fits(e, t, slot);
@@ -316,7 +328,7 @@ int mm_rs_get(eng_rs *rs_, eng_rid rid, const uint8_t **data, uint32_t *len)
     mm_rs *rs = RS(rs_);
     if (!mm_rs_details(rs))
         return MD_NOTFOUND;
-    const mm_record *r = mm_rs_locate(rs->e, rs->slot, mm_rid_to_loc(rid));
+    const mm_record *r = mm_rs_locate_point(rs->e, rs->slot, mm_rid_to_loc(rid));
     if (!r)
         return MD_NOTFOUND;
     const mm_txn *t = mm_txn_mine && mm_txn_mine->e == rs->e ? mm_txn_mine : NULL;
@@ -357,7 +369,7 @@ int mm_rs_update_damages(eng_rs *rs_, eng_txn *tx, eng_rid rid, const uint8_t *s
                    seen.serial == t->serial && seen.n == t->n;
     mm_record *r = !d ? NULL
                    : checked ? mm_record_at(rs->e, mm_rid_to_loc(rid))
-                             : mm_rs_locate(rs->e, rs->slot, mm_rid_to_loc(rid));
+                             : mm_rs_locate_point(rs->e, rs->slot, mm_rid_to_loc(rid));
     if (!r)
         return md_error_set(err, MD_NOTFOUND, MD_CODE_NO_SUCH_KEY, "no record %lld in %s",
                             (long long)rid, rs->name);
