@@ -451,7 +451,7 @@ static int ckpt_data(bt_engine *e, md_error *err)
         const char *ident = e->unlink_after[i] + strlen(e->unlink_after[i]) + 1;
         int n = bt_meta_key(key, sizeof key, "file:", ident);
         if (n > 0 && ident[0]) /* "": a compacted tree's old file */
-            bt_del(e->meta, (const uint8_t *)key, (uint32_t)n, 0, NULL);
+            bt_del(e->meta, (const uint8_t *)key, (uint32_t)n, 0, NULL, NULL);
     }
     for (size_t i = 0; i < e->ntrees && rc == 0; i++) {
         bt_tree *t = e->trees[i];

@@ -115,17 +115,20 @@ int bt_txn_check(bt_engine *e, eng_txn *t, md_error *err)
     return 0;
 }
 
-/* Put or delete (val == NULL && !has_val && del) keeping count and size. */
+/* Put or delete (del) keeping count and size, with one search; deleting
+ * an absent key does nothing. */
 int bt_tree_apply(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid,
-                  const uint8_t *val, uint32_t vlen, bool has_val, bool del, const bt_ent *old,
-                  md_error *err)
+                  const uint8_t *val, uint32_t vlen, bool has_val, bool del, md_error *err)
 {
-    int64_t oldsz = old ? (int64_t)(t->kind == BT_RS ? old->vlen : old->klen + 8) : 0;
-    int rc = del ? bt_del(t, key, klen, rid, err)
-                 : bt_put(t, key, klen, rid, val, vlen, has_val, NULL, err);
+    int64_t old = -1;
+    int rc = del ? bt_del(t, key, klen, rid, &old, err)
+                 : bt_put(t, key, klen, rid, val, vlen, has_val, &old, err);
+    if (rc == MD_NOTFOUND && del)
+        return 0;
     if (rc)
         return rc;
-    t->count += (del ? 0 : 1) - (old ? 1 : 0);
+    int64_t oldsz = old < 0 ? 0 : t->kind == BT_RS ? old : (int64_t)klen + 8;
+    t->count += (del ? 0 : 1) - (old >= 0 ? 1 : 0);
     t->data_size += (del ? 0 : (t->kind == BT_RS ? vlen : klen + 8)) - oldsz;
     return 0;
 }

@@ -247,7 +247,9 @@ struct bt_page {
     bt_ent *e;
     size_t n, cap;
     size_t disk_est; /* upper bound of the uncompressed image */
-    size_t next_check; /* leaf: measure the exact image again at this disk_est */
+    size_t leaf_size; /* leaf: the exact image size (BT_HDR + every cell as
+                         reconciliation writes it, prefix compression
+                         included), kept by bt_page_insert_at/remove_at */
     size_t mem;      /* bytes charged to the cache */
     uint64_t read_gen; /* access clock (atomic: readers bump it under the shared latch) */
 };
@@ -343,6 +345,9 @@ int bt_ent_set(bt_ent *en, const uint8_t *key, uint32_t klen, eng_rid rid, const
 size_t bt_ent_disk(const bt_page *p, const bt_ent *en, uint32_t ovfl_min);
 size_t bt_ent_mem(const bt_ent *en);
 size_t bt_cell_size(const bt_tree *t, const bt_page *p, size_t i);
+/* BT_HDR + every cell's bt_cell_size, counted (O(n)); for a leaf it equals
+ * leaf_size, which the tree's verify checks. */
+size_t bt_page_image_size(const bt_tree *t, const bt_page *p);
 int bt_page_insert_at(bt_tree *t, bt_page *p, size_t i, bt_ent *en);
 void bt_page_remove_at(bt_tree *t, bt_page *p, size_t i);
 void bt_page_charge(bt_tree *t, bt_page *p, long delta);
@@ -369,9 +374,13 @@ int bt_pos_next(bt_tree *t, bt_pos *pos, md_error *err);
 int bt_pos_prev(bt_tree *t, bt_pos *pos, md_error *err);
 int bt_pos_last(bt_tree *t, bt_pos *pos, md_error *err);
 bt_ent *bt_pos_ent(bt_pos *pos);
+/* Put (replacing an equal key) or delete one entry, with one search.
+ * *old (NULL: not wanted) receives the replaced or deleted entry's value
+ * length, or -1 when bt_put found none; bt_del answers MD_NOTFOUND then. */
 int bt_put(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, const uint8_t *val,
-           uint32_t vlen, bool has_val, bool *replaced, md_error *err);
-int bt_del(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, md_error *err);
+           uint32_t vlen, bool has_val, int64_t *old, md_error *err);
+int bt_del(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, int64_t *old,
+           md_error *err);
 int bt_get(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, bt_ent **out,
            md_error *err);
 int bt_reconcile_tree(bt_tree *t, md_error *err);
@@ -643,8 +652,7 @@ double bt_now(void);
 /* bt_engine.c, for replay */
 int bt_add_tree(bt_engine *e, bt_tree *t);
 int bt_tree_apply(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid,
-                  const uint8_t *val, uint32_t vlen, bool has_val, bool del,
-                  const bt_ent *old, md_error *err);
+                  const uint8_t *val, uint32_t vlen, bool has_val, bool del, md_error *err);
 
 /* bt_log.c */
 int bt_buf_put(bt_buf *b, const void *p, size_t n);

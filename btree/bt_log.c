@@ -281,7 +281,7 @@ static int replay_put(bt_tree *t, int op, const uint8_t **p, const uint8_t *end,
         t->n_inserts += !old, t->n_updates += !!old;
         t->bytes_written += vlen, t->upd_bytes += old ? vlen : 0;
     }
-    return bt_tree_apply(t, key, klen, rid, val, vlen, has_val, op == BT_LOG_DEL, old, err);
+    return bt_tree_apply(t, key, klen, rid, val, vlen, has_val, op == BT_LOG_DEL, err);
 }
 
 /* Apply one record's operations. */

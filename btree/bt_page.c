@@ -29,6 +29,7 @@ bt_page *bt_page_new(int type)
     if (p) {
         p->type = type;
         p->disk_est = BT_HDR;
+        p->leaf_size = BT_HDR;
     }
     return p;
 }
@@ -90,9 +91,9 @@ size_t bt_ent_disk(const bt_page *p, const bt_ent *en, uint32_t ovfl_min)
 
 /* The exact size of cell i as reconciliation will write it (prefix
  * compression included); internal cells as bt_ent_disk bounds them. */
-size_t bt_cell_size(const bt_tree *t, const bt_page *p, size_t i)
+static size_t cell_size(const bt_tree *t, const bt_page *p, const bt_ent *en,
+                        const bt_ent *prev)
 {
-    const bt_ent *en = &p->e[i], *prev = i ? &p->e[i - 1] : NULL;
     uint8_t tmp[10];
     if (p->type == BT_PAGE_INT)
         return bt_ent_disk(p, en, t->ovfl_min);
@@ -105,6 +106,34 @@ size_t bt_cell_size(const bt_tree *t, const bt_page *p, size_t i)
     if (en->has_val)
         n += en->vlen >= t->ovfl_min ? 20 : bt_vpack(tmp, en->vlen) + en->vlen;
     return n;
+}
+
+size_t bt_cell_size(const bt_tree *t, const bt_page *p, size_t i)
+{
+    return cell_size(t, p, &p->e[i], i ? &p->e[i - 1] : NULL);
+}
+
+size_t bt_page_image_size(const bt_tree *t, const bt_page *p)
+{
+    size_t n = BT_HDR;
+    for (size_t i = 0; i < p->n; i++)
+        n += bt_cell_size(t, p, i);
+    return n;
+}
+
+/* How a leaf's exact image changes when `en` goes in at slot i (sign +1)
+ * or slot i goes out (-1): its own cell, and the prefix compression of the
+ * cell after it, which is taken against en instead of en's predecessor. */
+static long leaf_delta(const bt_tree *t, const bt_page *p, size_t i, const bt_ent *en,
+                       int sign)
+{
+    const bt_ent *prev = i ? &p->e[i - 1] : NULL;
+    size_t ni = sign > 0 ? i : i + 1;
+    const bt_ent *next = ni < p->n ? &p->e[ni] : NULL;
+    long d = (long)cell_size(t, p, en, prev);
+    if (next)
+        d += (long)cell_size(t, p, next, en) - (long)cell_size(t, p, next, prev);
+    return sign * d;
 }
 
 size_t bt_ent_mem(const bt_ent *en)
@@ -124,6 +153,8 @@ int bt_page_insert_at(bt_tree *t, bt_page *p, size_t i, bt_ent *en)
         p->e = nv;
         p->cap = ncap;
     }
+    if (p->type == BT_PAGE_LEAF)
+        p->leaf_size = (size_t)((long)p->leaf_size + leaf_delta(t, p, i, en, +1));
     memmove(&p->e[i + 1], &p->e[i], (p->n - i) * sizeof *p->e);
     p->e[i] = *en;
     p->n++;
@@ -137,6 +168,8 @@ void bt_page_remove_at(bt_tree *t, bt_page *p, size_t i)
 {
     assert(i < p->n);
     bt_ent *en = &p->e[i];
+    if (p->type == BT_PAGE_LEAF)
+        p->leaf_size = (size_t)((long)p->leaf_size + leaf_delta(t, p, i, en, -1));
     p->disk_est -= bt_ent_disk(p, en, t->ovfl_min);
     bt_page_charge(t, p, -(long)bt_ent_mem(en));
     free(en->key);

@@ -229,15 +229,18 @@ int bt_get(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, bt_ent **
 
 /* ---- split ------------------------------------------------------------------ */
 
-/* Move p's entries [k, n) to a new page. */
-static bt_page *page_split_off(bt_tree *t, bt_page *p, size_t k)
+/* Move p's entries [k, n) to a new page.  After an append the new page
+ * will fill as p did: it gets p's capacity, so that it grows without a
+ * realloc (an index leaf holds thousands of prefix-compressed keys). */
+static bt_page *page_split_off(bt_tree *t, bt_page *p, size_t k, bool append)
 {
     bt_page *r = bt_page_new(p->type);
-    if (!r || !(r->e = malloc((p->n - k + 16) * sizeof *r->e))) {
+    size_t cap = append && p->cap > p->n - k + 16 ? p->cap : p->n - k + 16;
+    if (!r || !(r->e = malloc(cap * sizeof *r->e))) {
         free(r);
         return NULL;
     }
-    r->cap = p->n - k + 16;
+    r->cap = cap;
     size_t moved_disk = 0, moved_mem = 0;
     for (size_t i = k; i < p->n; i++) {
         moved_disk += bt_ent_disk(p, &p->e[i], t->ovfl_min);
@@ -246,6 +249,11 @@ static bt_page *page_split_off(bt_tree *t, bt_page *p, size_t k)
     memcpy(r->e, &p->e[k], (p->n - k) * sizeof *r->e);
     r->n = p->n - k;
     p->n = k;
+    if (p->type == BT_PAGE_LEAF) {
+        /* r's first cell loses its prefix: count both halves again */
+        r->leaf_size = bt_page_image_size(t, r);
+        p->leaf_size = bt_page_image_size(t, p);
+    }
     p->disk_est -= moved_disk;
     r->disk_est += moved_disk;
     bt_page_charge(t, p, -(long)moved_mem);
@@ -259,14 +267,11 @@ static bt_page *page_split_off(bt_tree *t, bt_page *p, size_t k)
     return r;
 }
 
-/* The exact image size of a page (disk_est is an upper bound that ignores
- * prefix compression). */
+/* The exact image size of a page: kept for leaves, counted for internal
+ * pages (whose cells bt_ent_disk bounds; they are measured only here). */
 static size_t page_size(bt_tree *t, bt_page *p)
 {
-    size_t n = BT_HDR;
-    for (size_t i = 0; i < p->n; i++)
-        n += bt_cell_size(t, p, i);
-    return n;
+    return p->type == BT_PAGE_LEAF ? p->leaf_size : bt_page_image_size(t, p);
 }
 
 /* Where to split: 90% of the bytes after an append, else half. */
@@ -287,7 +292,7 @@ static int split(bt_tree *t, bt_pos *pos, int d, md_error *err)
 {
     bt_page *p = pos->pg[d];
     bool append = pos->slot[d] + 1 >= p->n;
-    bt_page *r = page_split_off(t, p, split_point(t, p, append));
+    bt_page *r = page_split_off(t, p, split_point(t, p, append), append);
     bt_ent sep;
     if (!r)
         return bt_nomem(err);
@@ -337,30 +342,17 @@ nomem:
 
 /* ---- insert, update, delete ------------------------------------------------- */
 
-/* Split the leaf of pos when its image exceeds leaf_max.  disk_est ignores
- * prefix compression (index keys with long shared prefixes shrink to a
- * few bytes each), so the exact size is measured, O(n), and measured again
- * only once disk_est has grown by the room that was left, scaled by how
- * much disk_est overstates the page (an index cell estimated at 31 bytes
- * may take 6): a page is measured a few times before it splits, not once
- * every few inserts. */
+/* Split the leaf of pos when its exact image exceeds leaf_max. */
 static int leaf_maybe_split(bt_tree *t, bt_pos *pos, md_error *err)
 {
     bt_page *leaf = pos->pg[pos->depth - 1];
-    if (leaf->disk_est <= t->leaf_max || leaf->n < 2 || leaf->disk_est < leaf->next_check)
+    if (leaf->leaf_size <= t->leaf_max || leaf->n < 2)
         return 0;
-    size_t exact = page_size(t, leaf);
-    if (exact > t->leaf_max) {
-        leaf->next_check = 0;
-        return split(t, pos, pos->depth - 1, err);
-    }
-    size_t room = t->leaf_max - exact;
-    leaf->next_check = leaf->disk_est + room * (leaf->disk_est / (exact ? exact : 1)) / 2 + 1;
-    return 0;
+    return split(t, pos, pos->depth - 1, err);
 }
 
 int bt_put(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, const uint8_t *val,
-           uint32_t vlen, bool has_val, bool *replaced, md_error *err)
+           uint32_t vlen, bool has_val, int64_t *old, md_error *err)
 {
     bt_pos pos;
     bool exact;
@@ -373,8 +365,8 @@ int bt_put(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, const uin
     t->eng->gen++;
     bt_page *leaf = pos.pg[pos.depth - 1];
     size_t s = pos.slot[pos.depth - 1];
-    if (replaced)
-        *replaced = exact;
+    if (old)
+        *old = exact ? (int64_t)leaf->e[s].vlen : -1;
     if (exact) {
         t->pages_ovfl -= bt_ent_is_ovfl(t, &leaf->e[s]);
         bt_page_free_block(t, &leaf->e[s].addr); /* the old overflow value */
@@ -442,7 +434,6 @@ static int merge_pair(bt_tree *t, bt_page *parent, size_t left, bool *merged, md
     parent->e[left + 1].child = NULL;
     bt_page_remove_at(t, parent, left + 1);
     t->pages_leaf--;
-    a->next_check = 0;
     set_dirty(t, a);
     set_dirty(t, parent);
     *merged = true;
@@ -486,7 +477,8 @@ static int shrink_root(bt_tree *t, md_error *err)
     return 0;
 }
 
-int bt_del(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, md_error *err)
+int bt_del(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, int64_t *old,
+           md_error *err)
 {
     bt_pos pos;
     bool exact;
@@ -498,6 +490,8 @@ int bt_del(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, md_error 
     t->eng->gen++;
     int d = pos.depth - 1;
     bt_page *leaf = pos.pg[d];
+    if (old)
+        *old = leaf->e[pos.slot[d]].vlen;
     t->pages_ovfl -= bt_ent_is_ovfl(t, &leaf->e[pos.slot[d]]);
     bt_page_free_block(t, &leaf->e[pos.slot[d]].addr);
     bt_page_remove_at(t, leaf, pos.slot[d]);

@@ -638,15 +638,10 @@ static int apply_locked(bt_engine *e, bt_txn *x, md_error *err)
         bt_chain *c = m->c;
         bt_upd *u = c->head;
         bt_tree *t = m->t;
-        bt_ent *old = NULL;
-        int r;
         assert(u->txn_id == x->id && u->ts == 0);
         u->ts = ts;
-        if ((r = bt_get(t, c->key, c->klen, c->rid, &old, err)) == MD_NOTFOUND)
-            old = NULL, r = 0;
-        if (r == 0 && (u->present || old))
-            r = bt_tree_apply(t, c->key, c->klen, c->rid, u->val, u->vlen, t->kind != BT_SS,
-                              !u->present, old, err);
+        int r = bt_tree_apply(t, c->key, c->klen, c->rid, u->val, u->vlen, t->kind != BT_SS,
+                              !u->present, err);
         t->n_inserts += m->d_ins;
         t->n_updates += m->d_upd;
         t->bytes_written += m->d_bytes;

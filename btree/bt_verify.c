@@ -3,7 +3,8 @@
  * not in memory without keeping them) and checks
  *
  *   - key order: within pages, against the parent's bounds, across leaves;
- *   - no empty page below the root;
+ *   - no empty page below the root, and each leaf's kept image size
+ *     (leaf_size) equal to its cells counted;
  *   - count and data size against the tree's counters, and the page
  *     counts and live block bytes (collStats) against theirs;
  *   - checksums: every reachable block is read back and checked;
@@ -99,6 +100,9 @@ static void verify_page(vctx *x, bt_page *p, const bt_ent *lo, const bt_ent *hi,
     if (!root && p->n == 0)
         eng_validate_error(x->v, "%s: empty non-root page", x->t->ident);
     x->pages[p->type == BT_PAGE_LEAF ? 0 : 1]++;
+    if (p->type == BT_PAGE_LEAF && p->leaf_size != bt_page_image_size(x->t, p))
+        eng_validate_error(x->v, "%s: leaf image size %zu kept, %zu counted", x->t->ident,
+                           p->leaf_size, bt_page_image_size(x->t, p));
     for (size_t i = 0; i < p->n; i++) {
         bt_ent *en = &p->e[i];
         bool skip = p->type == BT_PAGE_INT && i == 0;
