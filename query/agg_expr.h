@@ -49,6 +49,8 @@ void agg_scope_destroy(agg_scope *s);
  * or -1 with err set: a name must start with a lowercase ASCII letter or a
  * non-ASCII byte and hold only letters, digits and '_' (MongoDB's 16866 /
  * 16867 / 16868 / 16869 / 16870 "... is not a valid user variable name").
+ * Also accepted: CURRENT (a new slot that "$a.b" parsed afterwards reads,
+ * as a $let may rebind it) and $redact's DESCEND, PRUNE and KEEP.
  */
 int agg_scope_define(agg_scope *s, const char *name, md_error *err);
 /* Slots needed by an agg_vars for every expression parsed in s so far. */
