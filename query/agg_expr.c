@@ -284,6 +284,8 @@ void agg_expr_destroy(agg_expr *e)
 static const agg_op *const op_tables[] = {
     agg_ops_var,
     agg_ops_core,
+    agg_ops_string,
+    agg_ops_acc,
 };
 
 static const agg_op *op_find(const char *name)

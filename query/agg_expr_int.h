@@ -177,6 +177,12 @@ void agg_sum_init(agg_sum *s);
 void agg_sum_add(agg_sum *s, const bson_value_t *v);
 void agg_sum_result(const agg_sum *s, bson_value_t *out);
 
+/* Value::coerceToString appended to b (agg_expr_string.c): 16007 for
+ * types without one; null and missing give "". */
+int agg_coerce_string(const bson_value_t *v, q_buf *b, md_error *err);
+/* "%Y-%m-%dT%H:%M:%S.%LZ" of a date, UTC. */
+void agg_format_iso_date(int64_t ms, q_buf *b);
+
 /* MongoDB's typeName of a value ("missing" for missing). */
 const char *agg_type_name(const bson_value_t *v);
 

@@ -275,7 +275,7 @@ void agg_dec_from_ld(long double x, bson_decimal128_t *d)
     else if (isinf(x))
         snprintf(s, sizeof s, "%sInfinity", x < 0 ? "-" : "");
     else
-        snprintf(s, sizeof s, "%.18Le", x);
+        snprintf(s, sizeof s, "%.19Lg", x);
     bson_decimal128_from_string(s, d);
 }
 
