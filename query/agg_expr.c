@@ -33,7 +33,12 @@ int agg_err(md_error *err, int code, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return q_err(err, MD_EINVAL, code, "%s", msg);
+    q_err(err, MD_EINVAL, code, "%s", msg);
+    if (err && code == 168)
+        snprintf(err->code_name, sizeof err->code_name, "InvalidPipelineOperator");
+    else if (err && code == 15)
+        snprintf(err->code_name, sizeof err->code_name, "Overflow");
+    return MD_EINVAL;
 }
 
 /* ---- scopes ---------------------------------------------------------------------- */

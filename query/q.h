@@ -32,6 +32,12 @@
  *   q_ttl.c      the TTL monitor
  *   q_cursor.c   server-side cursors for find / getMore / killCursors
  *   q_api.c      include/minidoc.h: md_db, typed wrappers, md_cursor
+ *   agg_expr.c   aggregation expressions (agg_expr.h): parse, variables,
+ *                field paths, $literal, $let; the operator families in
+ *                agg_expr_ops.c (comparison, boolean, conditional,
+ *                arithmetic), agg_expr_string.c, agg_expr_acc.c ($sum ...
+ *                over arrays); agg_value.c their values.  $expr in filters
+ *                (q_match.c) evaluates one with ROOT = the document.
  *
  * The hot path (step 9): every operation, command or typed call, enters
  * through q_op_enter (the database lock).  The command parser and the typed

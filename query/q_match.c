@@ -11,12 +11,19 @@
  * components, leaf arrays yielding their elements then themselves, a
  * missing path yielding "missing" once).  Regular expressions ($regex with
  * $options, regex literals, also inside $in/$nin/$all/$not) are compiled
- * once per node (q_regex.c).  $where, $text, $expr and geo operators are
- * NotYetImplemented (238).
+ * once per node (q_regex.c).  $expr (MongoDB 3.6+) is a node holding an
+ * aggregation expression (agg_expr.h) evaluated with ROOT = the document
+ * and coerced to a bool; it is allowed at the top level and inside
+ * $and/$or/$nor, not inside $elemMatch (BadValue, as MongoDB).  Deviation:
+ * an expression that fails while matching one document (a $divide by a
+ * field that is 0) makes that document not match, where MongoDB fails the
+ * operation; an expression that fails on its own (constants only) fails
+ * the parse.  $where, $text and geo operators are NotYetImplemented (238).
  */
 #include <math.h>
 #include <string.h>
 
+#include "agg_expr.h"
 #include "q.h"
 #include "q_path.h"
 #include "q_regex.h"
@@ -27,8 +34,12 @@ typedef enum q_mkind {
     QM_AND, QM_OR, QM_NOR, QM_NOT,
     QM_EQ, QM_LT, QM_LTE, QM_GT, QM_GTE,
     QM_IN, QM_EXISTS, QM_SIZE, QM_TYPE, QM_MOD,
-    QM_ELEM_OBJ, QM_ELEM_VAL, QM_REGEX,
+    QM_ELEM_OBJ, QM_ELEM_VAL, QM_REGEX, QM_EXPR,
 } q_mkind;
+
+/* Where a filter document is parsed: the query's top level, inside
+ * $and/$or/$nor, or an $elemMatch's sub-document. */
+enum { QL_TOP, QL_NESTED, QL_ELEM };
 
 typedef struct q_mnode q_mnode;
 struct q_mnode {
@@ -42,6 +53,8 @@ struct q_mnode {
     q_regex **re;       /* REGEX: re[0]; IN: one per regex element */
     char *rx_pat, *rx_flags; /* REGEX: source, to compare regex values */
     size_t nre;
+    agg_expr *expr;     /* EXPR: the expression */
+    agg_scope *scope;   /* EXPR: its variables */
     q_mnode **kid;
     size_t nkid, capkid;
 };
@@ -79,6 +92,8 @@ static void node_free(q_mnode *n)
     bson_free(n->re);
     bson_free(n->rx_pat);
     bson_free(n->rx_flags);
+    agg_expr_destroy(n->expr);
+    agg_scope_destroy(n->scope);
     if (n->has_path)
         q_path_cleanup(&n->path);
     bson_free(n);
@@ -371,6 +386,23 @@ static bool leaf_matches(const q_mnode *n, const uint8_t *data, uint32_t len, q_
     return true;
 }
 
+/* ExprMatchExpression::matches: the expression's value as a bool. */
+static bool expr_matches(const q_mnode *n, const uint8_t *data, uint32_t len)
+{
+    bson_t doc;
+    agg_vars vars;
+    bson_value_t v;
+    md_error err;
+    if (!bson_init_static(&doc, data, len))
+        return false;
+    agg_vars_init(&vars, n->scope);
+    agg_vars_set_root(&vars, &doc);
+    bool ok = agg_expr_eval(n->expr, &vars, &v, &err) == 0 && agg_value_truthy(&v);
+    agg_value_destroy(&v);
+    agg_vars_cleanup(&vars);
+    return ok;
+}
+
 static bool node_matches(const q_mnode *n, const uint8_t *data, uint32_t len, q_details *d)
 {
     switch (n->kind) {
@@ -394,6 +426,7 @@ static bool node_matches(const q_mnode *n, const uint8_t *data, uint32_t len, q_
                 return false;
         return true;
     case QM_NOT: return !node_matches(n->kid[0], data, len, NULL);
+    case QM_EXPR: return expr_matches(n, data, len);
     default: return leaf_matches(n, data, len, d);
     }
 }
@@ -431,7 +464,7 @@ static int nyi(md_error *err, const char *what)
 }
 
 static int parse_doc(const uint8_t *data, uint32_t len, q_mnode *and, int depth,
-                     bool top, md_error *err);
+                     int level, md_error *err);
 static int add_regex_literal(const char *path, const bson_iter_t *e, q_mnode *and,
                              md_error *err);
 static int parse_ops(const char *path, const bson_iter_t *ops, q_mnode *and, int depth,
@@ -466,7 +499,7 @@ static bool true_value(const bson_iter_t *e)
 
 /* $and / $or / $nor: a nonempty array of documents. */
 static int parse_logical(q_mkind kind, const bson_iter_t *e, q_mnode *parent, int depth,
-                         md_error *err)
+                         int level, md_error *err)
 {
     bson_iter_t x;
     if (!BSON_ITER_HOLDS_ARRAY(e) || !bson_iter_recurse(e, &x) || !array_count(e))
@@ -481,28 +514,54 @@ static int parse_logical(q_mkind kind, const bson_iter_t *e, q_mnode *parent, in
         q_iter_sub(&x, &d, &l);
         q_mnode *sub = node_new(QM_AND);
         node_add(n, sub);
-        int rc = parse_doc(d, l, sub, depth + 1, false, err);
+        int rc = parse_doc(d, l, sub, depth + 1, level == QL_ELEM ? QL_ELEM : QL_NESTED, err);
         if (rc)
             return rc;
     }
     return 0;
 }
 
-static int parse_top_op(const char *op, const bson_iter_t *e, q_mnode *and, int depth, bool top,
+/* {$expr: <aggregation expression>}.  A constant expression is evaluated
+ * once here, so that one that always fails fails the query. */
+static int parse_expr(const bson_iter_t *e, q_mnode *and, int level, md_error *err)
+{
+    if (level == QL_ELEM)
+        return bad(err, "%s can only be applied to the top-level document", "$expr");
+    q_mnode *n = node_new(QM_EXPR);
+    node_add(and, n);
+    n->scope = agg_scope_new();
+    int rc = agg_expr_parse(e, n->scope, &n->expr, err);
+    if (rc || !agg_expr_is_constant(n->expr))
+        return rc;
+    agg_vars vars;
+    bson_value_t v;
+    bson_t empty = BSON_INITIALIZER;
+    agg_vars_init(&vars, n->scope);
+    agg_vars_set_root(&vars, &empty);
+    rc = agg_expr_eval(n->expr, &vars, &v, err);
+    agg_value_destroy(&v);
+    agg_vars_cleanup(&vars);
+    bson_destroy(&empty);
+    return rc;
+}
+
+static int parse_top_op(const char *op, const bson_iter_t *e, q_mnode *and, int depth, int level,
                         md_error *err)
 {
+    bool top = level == QL_TOP;
     if (!strcmp(op, "$and"))
-        return parse_logical(QM_AND, e, and, depth, err);
+        return parse_logical(QM_AND, e, and, depth, level, err);
     if (!strcmp(op, "$or"))
-        return parse_logical(QM_OR, e, and, depth, err);
+        return parse_logical(QM_OR, e, and, depth, level, err);
     if (!strcmp(op, "$nor"))
-        return parse_logical(QM_NOR, e, and, depth, err);
+        return parse_logical(QM_NOR, e, and, depth, level, err);
+    if (!strcmp(op, "$expr"))
+        return parse_expr(e, and, level, err);
     if (!strcmp(op, "$comment"))
         return 0;
     if (!strcmp(op, "$atomic") || !strcmp(op, "$isolated"))
         return top ? 0 : bad(err, "%s has to be at the top level", "$atomic/$isolated");
-    if (!strcmp(op, "$where") || !strcmp(op, "$text") || !strcmp(op, "$expr") ||
-        !strcmp(op, "$jsonSchema"))
+    if (!strcmp(op, "$where") || !strcmp(op, "$text") || !strcmp(op, "$jsonSchema"))
         return nyi(err, op);
     return bad(err, "unknown top level operator: %s", op);
 }
@@ -573,7 +632,7 @@ static int parse_regex_doc(const char *path, const bson_iter_t *ops, q_mnode *an
 }
 
 /* A filter document: implicit AND of its fields. */
-static int parse_doc(const uint8_t *data, uint32_t len, q_mnode *and, int depth, bool top,
+static int parse_doc(const uint8_t *data, uint32_t len, q_mnode *and, int depth, int level,
                      md_error *err)
 {
     bson_iter_t e;
@@ -585,7 +644,7 @@ static int parse_doc(const uint8_t *data, uint32_t len, q_mnode *and, int depth,
         const char *k = bson_iter_key(&e);
         int rc;
         if (k[0] == '$')
-            rc = parse_top_op(k, &e, and, depth, top, err);
+            rc = parse_top_op(k, &e, and, depth, level, err);
         else if (is_expression_doc(&e))
             rc = parse_ops(k, &e, and, depth, err);
         else if (BSON_ITER_HOLDS_REGEX(&e))
@@ -789,7 +848,7 @@ static int parse_elem_match(const char *path, const bson_iter_t *e, q_mnode *and
     q_mnode *sub = node_new(QM_AND);
     node_add(n, sub);
     q_iter_sub(e, &d, &l);
-    return parse_doc(d, l, sub, depth + 1, false, err);
+    return parse_doc(d, l, sub, depth + 1, QL_ELEM, err);
 }
 
 static bool first_key_is(const bson_iter_t *e, const char *key)
@@ -928,7 +987,7 @@ int q_matcher_new(const bson_t *filter, q_matcher **out, md_error *err)
     q_matcher *m = bson_malloc0(sizeof *m);
     m->filter = filter ? bson_copy(filter) : bson_new();
     m->root = node_new(QM_AND);
-    int rc = parse_doc(bson_get_data(m->filter), m->filter->len, m->root, 0, true, err);
+    int rc = parse_doc(bson_get_data(m->filter), m->filter->len, m->root, 0, QL_TOP, err);
     if (rc) {
         q_matcher_destroy(m);
         return rc;
