@@ -22,6 +22,7 @@
  *   q_write.c    insert / update / delete of one document, keeping every
  *                index exact (including mmapv1 moves)
  *   q_idhack.c   the _id fast path: {_id: v} as one index lookup and one read
+ *   q_hash.c     MongoDB's hash of an element (MD5), the hashed index key
  *   q_arena.c    per-thread memory for one operation's temporary objects
  *   q_cmd*.c     the command dispatcher and each command's reply
  *   q_plan.c     the planner: index bounds, candidate plans, covered queries

@@ -128,7 +128,9 @@ int md_db_open(const char *path, const bson_t *opts, md_db **out, md_error *err)
         free(db);
         return rc;
     }
-    if ((rc = q_catalog_load(db, err)) != 0) {
+    if ((rc = q_catalog_load(db, err)) == 0 && (rc = q_catalog_upgrade(db, err)) != 0)
+        q_catalog_unload(db);
+    if (rc) {
         eng_close(db->eng);
         q_lock_destroy(db);
         free(db);

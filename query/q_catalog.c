@@ -8,6 +8,10 @@
  *     indexes: [ { spec: {v: 2, key: {_id: 1}, name: "_id_", ns: "test.c"},
  *                  ident: "test.c.$_id_", multikey: false }, ... ] }
  *
+ * A hashed index's entry also has hash: "md5": its keys are MongoDB's hash
+ * (q_hash.c).  Entries without it come from before that, when the keys were
+ * FNV-1a over the key encoding; q_catalog_upgrade rebuilds them at open.
+ *
  * Every change to an entry is written in the same engine transaction as
  * the storage change it describes, and memory follows only after the
  * commit, so an abort leaves memory and disk agreeing (q_int.h, inv. 2).
@@ -475,6 +479,8 @@ int q_catalog_put(md_db *db, eng_txn *t, q_coll *c, md_error *err)
         BSON_APPEND_DOCUMENT(&sub, "spec", &c->idx[i]->spec);
         BSON_APPEND_UTF8(&sub, "ident", c->idx[i]->ident);
         BSON_APPEND_BOOL(&sub, "multikey", Q_MULTIKEY(c->idx[i]));
+        if (c->idx[i]->hashed && !c->idx[i]->hash_stale)
+            BSON_APPEND_UTF8(&sub, "hash", "md5");
         bson_append_document_end(&arr, &sub);
     }
     bson_append_array_end(&entry, &arr);
@@ -510,6 +516,9 @@ static int load_indexes(md_db *db, q_coll *c, bson_iter_t *arr, md_error *err)
         bson_iter_recurse(&it, &f);
         ix->multikey = ix->multikey_saved =
             bson_iter_find(&f, "multikey") && bson_iter_as_bool(&f);
+        bson_iter_recurse(&it, &f);
+        ix->hash_stale = ix->hashed && !(bson_iter_find(&f, "hash") && BSON_ITER_HOLDS_UTF8(&f) &&
+                                         strcmp(bson_iter_utf8(&f, NULL), "md5") == 0);
         if (!ix->name[0] || bson_empty(&ix->key))
             return ENG_CORRUPT(err, "catalog entry %s: malformed index spec", c->ns);
         int rc = eng_ss_open(db->eng, ix->ident, &ix->ss, err);
@@ -559,6 +568,49 @@ static int load_one(void *ctx, const char *key, const bson_t *value)
         return rc;
     }
     coll_link(db, c);
+    return 0;
+}
+
+/* Rebuild, in one transaction, the hashed indexes of c whose keys predate
+ * MongoDB's hash (catalog entries without hash: "md5"). */
+static int upgrade_coll(md_db *db, q_coll *c, md_error *err)
+{
+    eng_txn *t = NULL;
+    bool any = false;
+    for (size_t i = 0; i < c->nidx; i++)
+        any |= c->idx[i]->hash_stale;
+    if (!any)
+        return 0;
+    int rc = eng_txn_begin(db->eng, &t);
+    if (rc)
+        return q_err_engine(err, rc, "starting a transaction");
+    for (size_t i = 0; !rc && i < c->nidx; i++) {
+        q_index *ix = c->idx[i];
+        if (!ix->hash_stale)
+            continue;
+        if ((rc = eng_ss_truncate(ix->ss, t)) != 0) {
+            q_err_engine(err, rc, "emptying a hashed index to rebuild it");
+            break;
+        }
+        ix->hash_stale = false; /* keys from now on are MongoDB's */
+        rc = q_index_build(db, t, c, ix, err);
+    }
+    if (!rc)
+        rc = q_catalog_put(db, t, c, err);
+    if (!rc && (rc = eng_txn_commit(t, true, err)) != 0)
+        q_err_engine(err, rc, "committing");
+    else if (rc)
+        eng_txn_abort(t);
+    return rc;
+}
+
+int q_catalog_upgrade(md_db *db, md_error *err)
+{
+    for (q_coll *c = db->colls; c; c = c->next) {
+        int rc = upgrade_coll(db, c, err);
+        if (rc)
+            return rc;
+    }
     return 0;
 }
 
@@ -747,51 +799,50 @@ out_reopen:
 /* ---- index keys per index type -------------------------------------------------- */
 
 /*
- * Hashed keys: FNV-1a 64 over the value's key encoding (q_key.c), stored as
- * a NumberLong key.  MongoDB uses the first 8 bytes of an MD5 over the
- * value's BSON; minidoc's hashes therefore differ from MongoDB's, but equal
- * values (42, 42L, 42.0) hash alike in both.
+ * Hashed keys: MongoDB's hash of the field's value (q_hash.c), a NumberLong
+ * key; a missing field hashes as null.  An array anywhere on the path is
+ * refused (16766), as dps::extractElementAtPathOrArrayAlongPath finds it.
  */
-void q_index_hash_key(const uint8_t *enc, size_t len, q_buf *out)
-{
-    uint64_t h = 0xcbf29ce484222325ull;
-    bson_t one = BSON_INITIALIZER;
-    bson_iter_t it;
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ enc[i]) * 0x100000001b3ull;
-    BSON_APPEND_INT64(&one, "h", (int64_t)h);
-    bson_iter_init_find(&it, &one, "h");
-    q_key_append_value(out, &it, false);
-    bson_destroy(&one);
-}
-
 static int hashed_keys(const q_index *ix, const bson_t *doc, q_keyset *out, md_error *err)
 {
     bson_iter_t kt, v;
-    q_buf enc;
     bson_iter_init(&kt, &ix->key);
     bson_iter_next(&kt);
-    bson_t probe = BSON_INITIALIZER;
-    BSON_APPEND_INT32(&probe, bson_iter_key(&kt), 1);
-    /* one key from the plain generator tells the value (or null) */
-    int rc = q_index_keys(&probe, doc, false, out, err);
-    bson_destroy(&probe);
-    if (rc)
-        return rc;
-    bool arr = out->multikey;
-    if (!arr && bson_iter_init(&v, doc) && bson_iter_find_descendant(&v, bson_iter_key(&kt), &v))
-        arr = BSON_ITER_HOLDS_ARRAY(&v);
-    if (arr) {
-        q_keyset_cleanup(out);
-        q_keyset_init(out);
+    const char *path = bson_iter_key(&kt);
+    bool found = false, arr = false;
+    bson_t cur;
+    bson_init_static(&cur, bson_get_data(doc), doc->len);
+    for (const char *p = path;;) {
+        const char *dot = strchr(p, '.');
+        size_t n = dot ? (size_t)(dot - p) : strlen(p);
+        if (!bson_iter_init(&v, &cur) || !bson_iter_find_w_len(&v, p, (int)n))
+            break;
+        if (BSON_ITER_HOLDS_ARRAY(&v)) {
+            arr = true;
+            break;
+        }
+        if (!dot) {
+            found = true;
+            break;
+        }
+        const uint8_t *data;
+        uint32_t len;
+        if (!BSON_ITER_HOLDS_DOCUMENT(&v))
+            break;
+        bson_iter_document(&v, &len, &data);
+        if (!bson_init_static(&cur, data, len))
+            break;
+        p = dot + 1;
+    }
+    q_keyset_cleanup(out);
+    q_keyset_init(out);
+    if (arr)
         return q_err(err, MD_EINVAL, 16766,
                      "Error: hashed indexes do not currently support array values");
-    }
-    q_buf_init(&enc);
-    q_index_hash_key(out->keys[0].data, out->keys[0].len, &enc);
-    q_buf_reset(&out->keys[0]);
-    q_buf_append(&out->keys[0], enc.data, enc.len);
-    q_buf_cleanup(&enc);
+    out->keys = bson_malloc0(sizeof *out->keys);
+    out->cap = out->n = 1;
+    q_buf_init(&out->keys[0]);
+    q_hash_key(found ? &v : NULL, 0, &out->keys[0]);
     return 0;
 }
 

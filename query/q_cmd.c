@@ -229,6 +229,25 @@ int q_cmd_ping(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err)
     return 0;
 }
 
+/* {_hashBSONElement: <value>, seed: <int>}: MongoDB's test command giving
+ * the hashed index key of a value -> {key, seed, out: NumberLong}. */
+int q_cmd_hash_element(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err)
+{
+    bson_iter_t it, s;
+    int32_t seed = 0;
+    bson_iter_init(&it, cmd);
+    bson_iter_next(&it);
+    if (bson_iter_init_find(&s, cmd, "seed")) {
+        if (!BSON_ITER_HOLDS_NUMBER(&s))
+            return q_err(err, MD_EINVAL, MD_CODE_TYPE_MISMATCH, "seed must be a number");
+        seed = (int32_t)bson_iter_as_int64(&s);
+    }
+    bson_append_iter(reply, "key", 3, &it);
+    BSON_APPEND_INT32(reply, "seed", seed);
+    BSON_APPEND_INT64(reply, "out", q_hash_element(&it, seed));
+    return 0;
+}
+
 /* cursorTimeoutMillis: a positive integral number of milliseconds. */
 static int cursor_timeout_value(const bson_iter_t *it, int64_t *ms, md_error *err)
 {
@@ -380,6 +399,7 @@ static const struct {
     {"compact", q_cmd_compact, X},
     {"fsync", q_cmd_fsync, X},
     {"ping", q_cmd_ping, R},
+    {"_hashBSONElement", q_cmd_hash_element, R},
     {"setParameter", q_cmd_set_parameter, X},
     {"buildInfo", q_cmd_build_info, R},
     {"buildinfo", q_cmd_build_info, R},

@@ -61,6 +61,8 @@ typedef struct q_index {
     bool multikey, multikey_saved;
     int64_t expire_secs; /* TTL: expireAfterSeconds; -1 when not a TTL index */
     bool hashed;         /* {f: "hashed"}: one key, the hash of f's value */
+    bool hash_stale;     /* hashed: keys from before MongoDB's hash (rebuilt
+                            at open, q_catalog_upgrade) */
     q_matcher *partial;  /* partialFilterExpression, owned; NULL: none */
     eng_ss *ss;
 } q_index;
@@ -237,8 +239,25 @@ q_index *q_index_find_key(q_coll *c, const bson_t *key);
  * 16766); else q_index_keys().  Every write and validate goes through here.
  */
 int q_index_doc_keys(const q_index *ix, const bson_t *doc, q_keyset *out, md_error *err);
-/* A hashed index's key of an encoded value (q_key_append_value form). */
-void q_index_hash_key(const uint8_t *enc, size_t len, q_buf *out);
+/* ---- MongoDB's element hash (q_hash.c) ------------------------------------- */
+typedef struct q_md5 {
+    uint32_t h[4];
+    uint64_t len;
+    uint8_t buf[64];
+} q_md5;
+void q_md5_init(q_md5 *m);
+void q_md5_append(q_md5 *m, const void *data, size_t n);
+void q_md5_finish(q_md5 *m, uint8_t digest[16]);
+/* BSONElementHasher::hash64 of the element at it (NULL: a missing field,
+ * hashed as null) with `seed`: equal to MongoDB's for every type. */
+int64_t q_hash_element(const bson_iter_t *it, int32_t seed);
+/* The hashed index key of it (NULL: missing): q_hash_element as a
+ * NumberLong, in q_key_append_value form. */
+void q_hash_key(const bson_iter_t *it, int32_t seed, q_buf *out);
+/* Rebuild the hashed indexes whose keys predate MongoDB's hash (a catalog
+ * entry without hash: "md5"; their keys were FNV-1a over the key
+ * encoding).  Called by md_db_open after q_catalog_load. */
+int q_catalog_upgrade(md_db *db, md_error *err);
 /* Build a q_index from a validated spec (not yet opened). */
 q_index *q_index_new(const bson_t *spec, const char *ident);
 void q_index_free(q_index *ix);
@@ -619,6 +638,7 @@ int q_cmd_validate(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
 int q_cmd_compact(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
 int q_cmd_fsync(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
 int q_cmd_ping(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
+int q_cmd_hash_element(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
 int q_cmd_set_parameter(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
 /* Apply the query layer's open options (cursorTimeoutMillis) to db; meant
  * to be called by md_db_open. */

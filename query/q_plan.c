@@ -530,11 +530,78 @@ static void extend(oil *cur, const oil *o, bool desc)
     *cur = r;
 }
 
-/* A hashed index: the hashes of an equality or $in, else nothing. */
+/*
+ * The hashes of the values a filter fixes `field` to: its equalities and
+ * the members of its $eq and $in, at the top level or in a top-level $and
+ * (a union there: the FETCH applies the whole filter).  Any other
+ * predicate on the field (or a regex in $in, or an array value) is false.
+ */
+static bool hashed_points(const bson_t *filter, const char *field, int64_t *h, size_t *n,
+                          size_t cap, int depth)
+{
+    bson_iter_t it, op, el;
+    if (depth > 4 || !bson_iter_init(&it, filter))
+        return false;
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "$and") == 0 && BSON_ITER_HOLDS_ARRAY(&it)) {
+            bson_iter_recurse(&it, &el);
+            while (bson_iter_next(&el)) {
+                const uint8_t *data;
+                uint32_t len;
+                bson_t sub;
+                if (!BSON_ITER_HOLDS_DOCUMENT(&el))
+                    return false;
+                bson_iter_document(&el, &len, &data);
+                if (!bson_init_static(&sub, data, len) ||
+                    !hashed_points(&sub, field, h, n, cap, depth + 1))
+                    return false;
+            }
+            continue;
+        }
+        if (strcmp(k, field) != 0)
+            continue;
+        bool ops = BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &op) &&
+                   bson_iter_next(&op) && bson_iter_key(&op)[0] == '$';
+        if (!ops) {
+            if (BSON_ITER_HOLDS_ARRAY(&it) || BSON_ITER_HOLDS_REGEX(&it) || *n == cap)
+                return false;
+            h[(*n)++] = q_hash_element(&it, 0);
+            continue;
+        }
+        do {
+            const char *o = bson_iter_key(&op);
+            if (strcmp(o, "$eq") == 0 && !BSON_ITER_HOLDS_ARRAY(&op) && *n < cap) {
+                h[(*n)++] = q_hash_element(&op, 0);
+            } else if (strcmp(o, "$in") == 0 && BSON_ITER_HOLDS_ARRAY(&op)) {
+                bson_iter_recurse(&op, &el);
+                while (bson_iter_next(&el)) {
+                    if (BSON_ITER_HOLDS_ARRAY(&el) || BSON_ITER_HOLDS_REGEX(&el) || *n == cap)
+                        return false;
+                    h[(*n)++] = q_hash_element(&el, 0);
+                }
+            } else {
+                return false;
+            }
+        } while (bson_iter_next(&op));
+    }
+    return true;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* A hashed index: the hashes of an equality or $in, else nothing.  Explain
+ * shows the hashes, as MongoDB does. */
 static void hashed_bounds(const q_index *ix, const bson_t *filter, q_plan *p, bool *leading)
 {
     bson_iter_t it;
     oil o, h;
+    int64_t hv[Q_PLAN_MAX_IVALS];
+    size_t nh = 0;
     *leading = false;
     if (!bson_iter_init(&it, &ix->key) || !bson_iter_next(&it))
         return;
@@ -544,14 +611,27 @@ static void hashed_bounds(const q_index *ix, const bson_t *filter, q_plan *p, bo
     bool points = !o.all && o.n > 0;
     for (size_t i = 0; i < o.n; i++)
         points &= o.v[i].point;
-    for (size_t i = 0; points && i < o.n; i++) {
+    points = points && hashed_points(filter, bson_iter_key(&it), hv, &nh, Q_PLAN_MAX_IVALS, 0) &&
+             nh > 0;
+    q_sort(hv, nh, sizeof *hv, cmp_i64);
+    for (size_t i = 0; points && i < nh; i++) {
+        if (i > 0 && hv[i] == hv[i - 1])
+            continue;
+        bson_t one = BSON_INITIALIZER;
+        bson_iter_t v;
         q_buf k;
+        char lo[32], hi[32];
+        BSON_APPEND_INT64(&one, "h", hv[i]);
+        bson_iter_init_find(&v, &one, "h");
         q_buf_init(&k);
-        q_index_hash_key(o.v[i].lo.data, o.v[i].lo.len, &k);
+        q_key_append_value(&k, &v, false);
         q_ival *iv = oil_add(&h, k.data, k.len, true, k.data, k.len, true);
         iv->point = true;
-        ival_show(iv, &o.v[i].los, &o.v[i].his);
+        snprintf(lo, sizeof lo, "[%lld", (long long)hv[i]);
+        snprintf(hi, sizeof hi, "%lld]", (long long)hv[i]);
+        ival_show_s(iv, lo, hi);
         q_buf_cleanup(&k);
+        bson_destroy(&one);
     }
     if (points) {
         q_sort(h.v, h.n, sizeof *h.v, ival_cmp);
@@ -711,7 +791,7 @@ void q_plan_render_bounds(q_plan *p, const bson_t *filter)
     char k[24];
     q_buf_init(&s);
     p->bounds = bson_new();
-    if (p->ix->hashed) { /* shown by value, not by hash */
+    if (p->ix->hashed) { /* shown by hash, as MongoDB shows them */
         bson_iter_t it;
         bson_t arr;
         bson_iter_init(&it, &p->ix->key);
