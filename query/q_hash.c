@@ -19,10 +19,9 @@
  *                      as a document;
  *                    anything else: its BSON value bytes as stored.
  *
- * Canonical types (BSONElement::canonicalType): MinKey -1, undefined 0,
- * null 5, numbers 10, string and symbol 15, document 20, array 25, binary
- * 30, ObjectId 35, bool 40, date 45, timestamp 47, regex 50, DBPointer 55,
- * code 60, code with scope 65, MaxKey 127.
+ * Canonical types are BSONElement::canonicalType, q_type_rank (MinKey -1,
+ * undefined 0, null 5, numbers 10, string and symbol 15, document 20, ...,
+ * MaxKey 127).
  *
  * Checked against MongoDB's own published values (jstests/core/
  * hash.js with seed 1, and hasher.cpp's start-up check with seed 0) in
@@ -122,35 +121,6 @@ void q_md5_finish(q_md5 *m, uint8_t digest[16])
 
 /* ---- the element hasher ------------------------------------------------------------ */
 
-static int32_t canonical_type(bson_type_t t)
-{
-    switch (t) {
-    case BSON_TYPE_MINKEY: return -1;
-    case BSON_TYPE_EOD:
-    case BSON_TYPE_UNDEFINED: return 0;
-    case BSON_TYPE_NULL: return 5;
-    case BSON_TYPE_DOUBLE:
-    case BSON_TYPE_INT32:
-    case BSON_TYPE_INT64:
-    case BSON_TYPE_DECIMAL128: return 10;
-    case BSON_TYPE_UTF8:
-    case BSON_TYPE_SYMBOL: return 15;
-    case BSON_TYPE_DOCUMENT: return 20;
-    case BSON_TYPE_ARRAY: return 25;
-    case BSON_TYPE_BINARY: return 30;
-    case BSON_TYPE_OID: return 35;
-    case BSON_TYPE_BOOL: return 40;
-    case BSON_TYPE_DATE_TIME: return 45;
-    case BSON_TYPE_TIMESTAMP: return 47;
-    case BSON_TYPE_REGEX: return 50;
-    case BSON_TYPE_DBPOINTER: return 55;
-    case BSON_TYPE_CODE: return 60;
-    case BSON_TYPE_CODEWSCOPE: return 65;
-    case BSON_TYPE_MAXKEY: return 127;
-    default: return 0;
-    }
-}
-
 #define TWO63 9223372036854775808.0
 
 /* BSONElement::safeNumberLongForHash. */
@@ -194,7 +164,7 @@ static void put_le32(q_md5 *m, int32_t v)
 static void hash_element(q_md5 *m, const bson_iter_t *it, bool with_name, int depth)
 {
     bson_type_t t = bson_iter_type(it);
-    put_le32(m, canonical_type(t));
+    put_le32(m, q_type_rank(t)); /* canonicalType */
     if (with_name)
         q_md5_append(m, bson_iter_key(it), bson_iter_key_len(it) + 1);
     if (t == BSON_TYPE_INT32 || t == BSON_TYPE_INT64 || t == BSON_TYPE_DOUBLE ||
@@ -239,7 +209,7 @@ int64_t q_hash_element(const bson_iter_t *it, int32_t seed)
     if (it)
         hash_element(&m, it, false, 0);
     else { /* a missing field hashes as null */
-        put_le32(&m, canonical_type(BSON_TYPE_NULL));
+        put_le32(&m, q_type_rank(BSON_TYPE_NULL));
     }
     q_md5_finish(&m, d);
     uint64_t h = 0;
