@@ -290,6 +290,8 @@ static const agg_op *const op_tables[] = {
     agg_ops_var,
     agg_ops_core,
     agg_ops_string,
+    agg_ops_array,
+    agg_ops_set,
     agg_ops_acc,
 };
 
