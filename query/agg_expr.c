@@ -292,6 +292,8 @@ static const agg_op *const op_tables[] = {
     agg_ops_string,
     agg_ops_array,
     agg_ops_set,
+    agg_ops_type,
+    agg_ops_date,
     agg_ops_acc,
 };
 

@@ -180,8 +180,28 @@ void agg_sum_result(const agg_sum *s, bson_value_t *out);
 /* Value::coerceToString appended to b (agg_expr_string.c): 16007 for
  * types without one; null and missing give "". */
 int agg_coerce_string(const bson_value_t *v, q_buf *b, md_error *err);
-/* "%Y-%m-%dT%H:%M:%S.%LZ" of a date, UTC. */
+/* "%Y-%m-%dT%H:%M:%S.%LZ" of a date, UTC (agg_expr_date.c). */
 void agg_format_iso_date(int64_t ms, q_buf *b);
+
+/* ---- time zones and the calendar (agg_tz.c) ----------------------------------- */
+typedef struct agg_tz agg_tz;
+const agg_tz *agg_tz_utc(void);
+/* "UTC", "GMT", "+hh[:mm]", "-hhmm", or an Olson name read from the system's
+ * tzfiles; 40485 "unrecognized time zone identifier" otherwise.  Zones live
+ * as long as the process. */
+int agg_tz_get(const char *name, size_t len, const agg_tz **out, md_error *err);
+/* Seconds east of UTC at UTC instant ms. */
+int32_t agg_tz_offset(const agg_tz *tz, int64_t ms);
+/* The UTC instant of local time local_ms in tz. */
+int64_t agg_tz_to_utc(const agg_tz *tz, int64_t local_ms);
+/* Proleptic Gregorian day numbers (0 = 1970-01-01). */
+int64_t agg_days_from_civil(int64_t y, int64_t m, int64_t d);
+void agg_civil_from_days(int64_t days, int64_t *y, int *m, int *d);
+/* An ISO 8601 date string -> ms (tz for strings without an offset; NULL:
+ * UTC); *has_zone (may be NULL) says whether the string carried one.
+ * False with a reason in why. */
+bool agg_date_parse(const char *s, size_t n, const agg_tz *tz, int64_t *ms, bool *has_zone,
+                    char *why, size_t whylen);
 
 /* MongoDB's typeName of a value ("missing" for missing). */
 const char *agg_type_name(const bson_value_t *v);

@@ -58,22 +58,6 @@ int agg_coerce_string(const bson_value_t *v, q_buf *b, md_error *err)
     return 0;
 }
 
-/* %Y-%m-%dT%H:%M:%S.%LZ of a date in UTC. */
-void agg_format_iso_date(int64_t ms, q_buf *b)
-{
-    int64_t secs = ms / 1000, milli = ms % 1000;
-    if (milli < 0) {
-        milli += 1000;
-        secs--;
-    }
-    time_t t = (time_t)secs;
-    struct tm tm;
-    char s[64];
-    gmtime_r(&t, &tm);
-    strftime(s, sizeof s, "%Y-%m-%dT%H:%M:%S", &tm);
-    q_buf_printf(b, "%s.%03dZ", s, (int)milli);
-}
-
 static void set_buf(bson_value_t *out, q_buf *b)
 {
     agg_set_utf8(out, (const char *)b->data, b->len);

@@ -36,7 +36,9 @@
  *   agg_expr.c   aggregation expressions (agg_expr.h): parse, variables,
  *                field paths, $literal, $let; the operator families in
  *                agg_expr_ops.c (comparison, boolean, conditional,
- *                arithmetic), agg_expr_string.c, agg_expr_acc.c ($sum ...
+ *                arithmetic), agg_expr_string.c, agg_expr_array.c,
+ *                agg_expr_set.c, agg_expr_type.c, agg_expr_date.c (time
+ *                zones and tzfiles: agg_tz.c), agg_expr_acc.c ($sum ...
  *                over arrays); agg_value.c their values.  $expr in filters
  *                (q_match.c) evaluates one with ROOT = the document.
  *

@@ -4,6 +4,7 @@
 #
 #   lib     the library, the CLI, the demo and the tests: what `make`,
 #           `make demo`, `make test`, `make install` and `make crash` need
+#           (tzdata: the Olson time zones of the date expressions)
 #   bench   the benchmarks' extras: liblmdb-dev and libwiredtiger-dev
 #           (bench/peers runs the real LMDB and WiredTiger) and gnuplot-nox
 #           (bench/mms draws its plots)
@@ -14,7 +15,7 @@
 # else it prints the exact apt-get line to run and fails (it never calls
 # sudo).  On a system without dpkg it cannot check and says so.
 set -e
-LIB_PKGS="build-essential pkg-config libbson-dev libzstd-dev libsnappy-dev libpcre2-dev libcriterion-dev"
+LIB_PKGS="build-essential pkg-config libbson-dev libzstd-dev libsnappy-dev libpcre2-dev libcriterion-dev tzdata"
 BENCH_PKGS="liblmdb-dev libwiredtiger-dev gnuplot-nox"
 PLOT_PKGS="gnuplot-nox"
 
