@@ -69,6 +69,8 @@ LIB       := $(BUILD)/libminidoc.a
 CLI       := $(BUILD)/minidoc
 # tools/ code the CLI and the tests share (json_out.c: the CLI's JSON writer)
 TOOL_OBJS := $(BUILD)/tools/json_out.o
+# the CLI's subcommands, one file each (files.c: GridFS, as mongofiles)
+CLI_OBJS  := $(BUILD)/tools/files.o
 TEST_SRCS := $(wildcard tests/*/test_*.c)
 TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/%.o)
 TEST_BIN  := $(BUILD)/test_minidoc
@@ -175,7 +177,7 @@ uninstall:
 	    $(DESTDIR)$(INCLUDEDIR)/minidoc.h $(DESTDIR)$(BINDIR)/minidoc \
 	    $(DESTDIR)$(PCDIR)/minidoc.pc $(DESTDIR)$(PCDIR)/minidoc-static.pc
 
-$(CLI): $(BUILD)/tools/minidoc.o $(TOOL_OBJS) $(LIB)
+$(CLI): $(BUILD)/tools/minidoc.o $(CLI_OBJS) $(TOOL_OBJS) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(TEST_BIN): $(TEST_OBJS) $(TOOL_OBJS) $(PAT_OBJS) $(LIB)
@@ -193,6 +195,7 @@ demo: deps
 test: deps
 	@$(MAKE) --no-print-directory all
 	MINIDOC=$(CLI) tests/tools/test_cli.sh
+	MINIDOC=$(CLI) tests/tools/test_files.sh
 	BUILD=$(BUILD) tests/tools/test_deps.sh
 	MAKE="$(MAKE)" BUILD=$(BUILD) SANFLAGS="$(if $(SANITIZER),-fsanitize=$(SANITIZER))" \
 	    tests/install/test_install.sh
@@ -253,4 +256,4 @@ test-tsan: deps
 clean:
 	rm -rf build build-*
 
--include $(LIB_OBJS:.o=.d) $(PIC_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(PAT_OBJS:.o=.d) $(PAT_MAIN_OBJS:.o=.d) $(FAULT_OBJS:.o=.d) $(BUILD)/tools/minidoc.d $(TOOL_OBJS:.o=.d)
+-include $(LIB_OBJS:.o=.d) $(PIC_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(PAT_OBJS:.o=.d) $(PAT_MAIN_OBJS:.o=.d) $(FAULT_OBJS:.o=.d) $(BUILD)/tools/minidoc.d $(CLI_OBJS:.o=.d) $(TOOL_OBJS:.o=.d)

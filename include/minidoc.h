@@ -302,6 +302,57 @@ bool md_cursor_more(const md_cursor *cursor);
 bool md_cursor_error(const md_cursor *cursor, md_error *err);
 void md_cursor_destroy(md_cursor *cursor);
 
+/* ---- GridFS (files larger than a document), as MongoDB's drivers --------- */
+/*
+ * A bucket: collections <bucket>.files and <bucket>.chunks ("fs" when
+ * bucket is NULL), with MongoDB's layout and indexes (created here if
+ * missing).  Chunks are 256 KiB unless the upload says otherwise.  Caller
+ * owns *out (md_gridfs_destroy); it must not outlive db.
+ */
+typedef struct md_gridfs md_gridfs;
+typedef struct md_gridfs_file md_gridfs_file;
+int md_gridfs_open(md_db *db, const char *bucket, md_gridfs **out, md_error *err);
+void md_gridfs_destroy(md_gridfs *fs);
+/* The files documents matching filter (opts as md_collection_find_with_opts). */
+md_cursor *md_gridfs_find(md_gridfs *fs, const bson_t *filter, const bson_t *opts);
+/*
+ * Store a whole file.  opts: {_id (default a new ObjectId), chunkSizeBytes,
+ * contentType, metadata, aliases}.  *id (if not NULL) receives the file's
+ * _id (bson_value_destroy it).
+ */
+int md_gridfs_put(md_gridfs *fs, const char *filename, const void *data, size_t len,
+                  const bson_t *opts, bson_value_t *id, md_error *err);
+/*
+ * Read a whole file by name and version (0: the first upload of that name,
+ * 1: the second, ...; -1: the newest, -2: the one before).  *data is
+ * malloc'ed (free it); *file (if not NULL) is initialized with the files
+ * document.  A missing, short or extra chunk fails (MD_ECORRUPT, code 300,
+ * "ChunkIsMissing" / "ChunkIsWrongSize" / "ExtraChunk"); no such file is
+ * MD_NOTFOUND (code 4, "FileNotFound").
+ */
+int md_gridfs_get(md_gridfs *fs, const char *filename, int version, void **data, size_t *len,
+                  bson_t *file, md_error *err);
+/* Streams.  An upload writes chunks as they fill and the files document at
+ * md_gridfs_close (which gives *id); md_gridfs_abort drops the chunks. */
+int md_gridfs_open_upload(md_gridfs *fs, const char *filename, const bson_t *opts,
+                          md_gridfs_file **out, md_error *err);
+int md_gridfs_write(md_gridfs_file *f, const void *data, size_t len, md_error *err);
+int md_gridfs_open_download(md_gridfs *fs, const char *filename, int version,
+                            md_gridfs_file **out, md_error *err);
+int md_gridfs_open_download_by_id(md_gridfs *fs, const bson_value_t *id, md_gridfs_file **out,
+                                  md_error *err);
+/* Up to n bytes into buf: how many (0 at the end), or a negative code. */
+int64_t md_gridfs_read(md_gridfs_file *f, void *buf, size_t n, md_error *err);
+/* A download's files document (valid until close); NULL for an upload. */
+const bson_t *md_gridfs_file_doc(const md_gridfs_file *f);
+/* Finish (an upload: flush and write the files document) and free f. */
+int md_gridfs_close(md_gridfs_file *f, bson_value_t *id, md_error *err);
+void md_gridfs_abort(md_gridfs_file *f);
+/* Delete one file (its files document, then its chunks; the chunks go even
+ * when the document is already gone) or every version of a name. */
+int md_gridfs_delete_by_id(md_gridfs *fs, const bson_value_t *id, md_error *err);
+int md_gridfs_delete(md_gridfs *fs, const char *filename, int64_t *deleted, md_error *err);
+
 /*
  * Engine time accounting, for benchmarks (bench/peers): while on, every
  * call from the query layer into the storage engine is timed, and

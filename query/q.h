@@ -23,6 +23,8 @@
  *                index exact (including mmapv1 moves)
  *   q_idhack.c   the _id fast path: {_id: v} as one index lookup and one read
  *   q_hash.c     MongoDB's hash of an element (MD5), the hashed index key
+ *   q_gridfs.c   GridFS (md_gridfs_*): files in fs.files / fs.chunks, over the
+ *                public collection API as a driver would
  *   q_arena.c    per-thread memory for one operation's temporary objects
  *   q_cmd*.c     the command dispatcher and each command's reply
  *   q_plan.c     the planner: index bounds, candidate plans, covered queries

@@ -6,6 +6,7 @@
  *   minidoc ... run --stop-on-error          ... up to the first ok: 0 reply,
  *                                            then exit 1
  *   minidoc ... eval '<command>'             one command; exit 1 if ok: 0
+ *   minidoc ... files put|get|list|search|delete ...   GridFS (files.c)
  *
  * Commands are extended JSON; replies are relaxed extended JSON, one per
  * line, with doubles in the shortest text that reads back to the same
@@ -19,19 +20,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "files.h"
 #include "json_out.h"
 #include "minidoc.h"
 
 typedef struct cli {
     const char *dbpath, *engine, *dbname, *opts_json, *mode, *eval_cmd;
     bool smallfiles, stop_on_error;
+    int sub_argc;    /* files: the words after the subcommand */
+    char **sub_argv;
 } cli;
 
 static void usage(FILE *f)
 {
     fprintf(f,
             "usage: minidoc --dbpath DIR [--engine btree|mmapv1|ephemeralForTest] [--dbname NAME]\n"
-            "               [--smallfiles] [--opts '<json>'] (run [--stop-on-error] | eval '<command>')\n"
+            "               [--smallfiles] [--opts '<json>'] (run [--stop-on-error] | eval '<command>'\n"
+            "               | files [--prefix fs] [--local PATH] [--type CT] [--replace]\n"
+            "                       (put NAME | get NAME | list [PREFIX] | search TEXT | delete NAME))\n"
             "\n"
             "  run     read one command per line from stdin (extended JSON); write one\n"
             "          reply per line (relaxed extended JSON).  Blank lines and lines\n"
@@ -39,6 +45,8 @@ static void usage(FILE *f)
             "          unless --stop-on-error: then stop after the first reply with ok: 0\n"
             "          (a line that does not parse included) and exit 1.\n"
             "  eval    run one command; exit status 1 if the reply has ok: 0.\n"
+            "  files   GridFS, as mongofiles: store, fetch, list and delete files in the\n"
+            "          bucket (fs.files and fs.chunks); get writes the newest version.\n"
             "\n"
             "  --dbpath DIR    database directory (created if missing)\n"
             "  --engine NAME   storage engine (default: the one that created DIR, else btree)\n"
@@ -80,6 +88,11 @@ static int parse_args(int argc, char **argv, cli *c)
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage(stdout);
             exit(0);
+        } else if (!c->mode && strcmp(argv[i], "files") == 0) {
+            c->mode = argv[i];
+            c->sub_argc = argc - i - 1;
+            c->sub_argv = argv + i + 1;
+            break;
         } else if (!c->mode && (strcmp(argv[i], "run") == 0 || strcmp(argv[i], "eval") == 0)) {
             c->mode = argv[i];
             if (strcmp(argv[i], "eval") == 0 && i + 1 < argc)
@@ -92,7 +105,7 @@ static int parse_args(int argc, char **argv, cli *c)
     if (!c->dbpath || !c->mode || (strcmp(c->mode, "eval") == 0 && !c->eval_cmd)) {
         fprintf(stderr, "minidoc: %s\n",
                 !c->dbpath ? "--dbpath is required"
-                           : !c->mode ? "a mode (run or eval) is required"
+                           : !c->mode ? "a mode (run, eval or files) is required"
                                       : "eval needs a command");
         return -1;
     }
@@ -202,6 +215,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "minidoc: cannot open %s: %s (%s, code %d)\n", c.dbpath, err.message,
                 err.code_name, err.code);
         return 1;
+    }
+    if (strcmp(c.mode, "files") == 0) {
+        rc = files_main(db, c.sub_argc, c.sub_argv);
+        md_db_close(db);
+        return rc;
     }
     if (strcmp(c.mode, "run") == 0)
         rc = run_stdin(db, c.stop_on_error);
