@@ -133,6 +133,13 @@ bool q_matcher_matches(const q_matcher *m, const bson_t *doc);
 bool q_matcher_matches_pos(const q_matcher *m, const bson_t *doc, char *pos, size_t poslen);
 void q_matcher_destroy(q_matcher *m);
 /*
+ * Did an $expr fail (a $divide by zero, ...) in a q_matcher_matches* call
+ * of this thread since the last take?  err (may be NULL) gets the first
+ * such error; the failure is forgotten.  Scans take it after every
+ * document and end with it.
+ */
+bool q_matcher_take_error(md_error *err);
+/*
  * Append to `out` the equality fields an upsert seeds its new document with
  * (top-level and dotted paths with plain values or $eq, also inside a
  * top-level $and), in filter order with _id first; dotted paths come out

@@ -14,11 +14,13 @@
  * once per node (q_regex.c).  $expr (MongoDB 3.6+) is a node holding an
  * aggregation expression (agg_expr.h) evaluated with ROOT = the document
  * and coerced to a bool; it is allowed at the top level and inside
- * $and/$or/$nor, not inside $elemMatch (BadValue, as MongoDB).  Deviation:
- * an expression that fails while matching one document (a $divide by a
- * field that is 0) makes that document not match, where MongoDB fails the
- * operation; an expression that fails on its own (constants only) fails
- * the parse.  $where, $text and geo operators are NotYetImplemented (238).
+ * $and/$or/$nor, not inside $elemMatch (BadValue, as MongoDB).  An
+ * expression that fails on a document (a $divide by a field that is 0)
+ * does not match it and leaves its error for q_matcher_take_error, which
+ * scans (q_scan.c) check after each document so that the operation fails
+ * with it, as MongoDB's does; one that fails whatever the document
+ * (constants only) fails the parse.  $where, $text and geo operators are
+ * NotYetImplemented (238).
  */
 #include <math.h>
 #include <string.h>
@@ -386,7 +388,21 @@ static bool leaf_matches(const q_mnode *n, const uint8_t *data, uint32_t len, q_
     return true;
 }
 
-/* ExprMatchExpression::matches: the expression's value as a bool. */
+/* The first $expr failure since the last q_matcher_take_error (per thread). */
+static __thread bool expr_failed;
+static __thread md_error expr_err;
+
+bool q_matcher_take_error(md_error *err)
+{
+    bool had = expr_failed;
+    if (had && err)
+        *err = expr_err;
+    expr_failed = false;
+    return had;
+}
+
+/* ExprMatchExpression::matches: the expression's value as a bool; a
+ * failure is kept for q_matcher_take_error (and does not match). */
 static bool expr_matches(const q_mnode *n, const uint8_t *data, uint32_t len)
 {
     bson_t doc;
@@ -397,7 +413,12 @@ static bool expr_matches(const q_mnode *n, const uint8_t *data, uint32_t len)
         return false;
     agg_vars_init(&vars, n->scope);
     agg_vars_set_root(&vars, &doc);
-    bool ok = agg_expr_eval(n->expr, &vars, &v, &err) == 0 && agg_value_truthy(&v);
+    int rc = agg_expr_eval(n->expr, &vars, &v, &err);
+    bool ok = rc == 0 && agg_value_truthy(&v);
+    if (rc && !expr_failed) {
+        expr_err = err;
+        expr_failed = true;
+    }
     agg_value_destroy(&v);
     agg_vars_cleanup(&vars);
     return ok;

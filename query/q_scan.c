@@ -77,6 +77,24 @@ static void note(q_scan *s, int rc)
     }
 }
 
+/* Does s->m match doc?  An $expr that failed on it ends the scan with its
+ * error (*failed set; q_scan_error reports it). */
+static bool scan_match(q_scan *s, const bson_t *doc, bool *failed)
+{
+    md_error e;
+    *failed = false;
+    if (!s->m)
+        return true;
+    bool ok = q_matcher_matches(s->m, doc);
+    if (q_matcher_take_error(&e)) {
+        eng_note_error(MD_EINVAL, &e);
+        note(s, MD_EINVAL);
+        *failed = true;
+        return false;
+    }
+    return ok;
+}
+
 /* Seek to the first entry whose prefix is > b (after) or >= b. */
 static void seek_bound(q_scan *s, const q_buf *b, bool after)
 {
@@ -219,8 +237,12 @@ static int scan_next_index(q_scan *s, eng_rid *rid, bson_t *doc)
             if (q_key_decode(&s->ix->key, s->last_key.data, (uint32_t)s->last_key.len,
                              &s->kdoc) &&
                 bson_init_static(doc, bson_get_data(&s->kdoc), s->kdoc.len)) {
-                if (s->plan.key_filter && s->m && !q_matcher_matches(s->m, doc))
+                bool failed;
+                if (s->plan.key_filter && !scan_match(s, doc, &failed)) {
+                    if (failed)
+                        break;
                     continue;
+                }
                 return s->advanced++, 0;
             }
         }
@@ -232,8 +254,11 @@ static int scan_next_index(q_scan *s, eng_rid *rid, bson_t *doc)
             continue; /* a stale entry: validate reports it */
         Q_COUNT(s->db->m.scanned_objects, 1);
         s->docs++;
-        if (!s->m || q_matcher_matches(s->m, doc))
+        bool failed;
+        if (scan_match(s, doc, &failed))
             return s->advanced++, 0;
+        if (failed)
+            break;
     }
     return MD_NOTFOUND;
 }
@@ -255,8 +280,11 @@ static int scan_next_coll(q_scan *s, eng_rid *rid, bson_t *doc)
         s->last = *rid;
         if (!bson_init_static(doc, data, len))
             continue;
-        if (!s->m || q_matcher_matches(s->m, doc))
+        bool failed;
+        if (scan_match(s, doc, &failed))
             return s->advanced++, 0;
+        if (failed)
+            break;
     }
     return MD_NOTFOUND;
 }
@@ -291,6 +319,7 @@ int q_scan_open_plan(q_scan *s, md_db *db, q_coll *c, const q_matcher *m, q_plan
     int rc;
     memset(s, 0, sizeof *s);
     eng_take_error(NULL); /* a read error noted earlier is not this scan's */
+    q_matcher_take_error(NULL); /* nor an $expr failure */
     s->db = db;
     s->c = c;
     s->m = m;
