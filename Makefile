@@ -42,7 +42,7 @@ PCDIR     ?= $(LIBDIR)/pkgconfig
 # lmdb is only for bench/peers (below): a machine without liblmdb-dev must
 # still get libbson's include path from this line.
 PKGS      := libbson-1.0 libzstd snappy libpcre2-8
-CPPFLAGS  += -D_GNU_SOURCE -Iinclude -Iengine -Immapv1 -Ibtree -Iquery -Ipatterns
+CPPFLAGS  += -D_GNU_SOURCE -Iinclude -Iengine -Immapv1 -Ibtree -Iquery -Ipatterns -Iserver
 CPPFLAGS  += $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 CFLAGS    += -std=c11 -Wall -Wextra -Wshadow -Wno-unused-parameter -g -pthread
 LDLIBS    += $(shell pkg-config --libs libbson-1.0 libzstd snappy libpcre2-8 2>/dev/null) -lm -lpthread
@@ -71,6 +71,17 @@ CLI       := $(BUILD)/minidoc
 TOOL_OBJS := $(BUILD)/tools/json_out.o
 # the CLI's subcommands, one file each (files.c: GridFS, as mongofiles)
 CLI_OBJS  := $(BUILD)/tools/files.o
+# server/: `minidoc serve`, the wire-protocol server, linked into the CLI
+# (and into the tests, which drive it in-process); zlib is one of its
+# compressors.
+SRV_SRCS  := $(wildcard server/*.c)
+SRV_OBJS  := $(SRV_SRCS:%.c=$(BUILD)/%.o)
+SRV_LIBS  := $(shell pkg-config --libs zlib 2>/dev/null || echo -lz)
+# tests/server/mongoc_example: libmongoc against the server, built when
+# libmongoc-dev is installed (make deps installs it); the Node.js driver and
+# mongosh go to $(NPM_DIR) (make deps, when npm is there).
+MONGOC_EX := $(if $(shell pkg-config --exists libmongoc-1.0 2>/dev/null && echo y),$(BUILD)/tests/server/mongoc_example)
+NPM_DIR   ?= $(BUILD)/npm
 TEST_SRCS := $(wildcard tests/*/test_*.c)
 TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/%.o)
 TEST_BIN  := $(BUILD)/test_minidoc
@@ -110,15 +121,24 @@ PC_FILES  := $(BUILD)/minidoc.pc $(BUILD)/minidoc-static.pc
 
 .PHONY: all deps demo test check bench crash test-tsan clean patterns install uninstall shared
 
-all: $(LIB) $(CLI) $(TEST_BIN) $(FAULT_BIN) $(ALLOC_BIN) $(if $(PAT_MAIN),$(PATTERNS))
+all: $(LIB) $(CLI) $(TEST_BIN) $(FAULT_BIN) $(ALLOC_BIN) $(MONGOC_EX) $(if $(PAT_MAIN),$(PATTERNS))
 
 $(ALLOC_BIN): $(BUILD)/tests/query/alloc_steady.o $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # The Debian packages (tools/deps.sh): the library's set for everything but
-# the benchmarks, which check for their extras themselves.
+# the benchmarks, which check for their extras themselves; then the driver
+# tests' clients, which are optional (deps.sh drivers only reports them to a
+# user who cannot install), and the npm ones (tools/npm_deps.sh).
 deps:
 	@tools/deps.sh lib
+	@tools/deps.sh drivers
+	@NPM_DIR=$(NPM_DIR) tools/npm_deps.sh
+
+$(BUILD)/tests/server/mongoc_example: tests/server/mongoc_example.c
+	@mkdir -p $(dir $@)
+	$(CC) -D_GNU_SOURCE $(CFLAGS) $(shell pkg-config --cflags libmongoc-1.0) -o $@ $< $(LDFLAGS) \
+	    $(shell pkg-config --libs libmongoc-1.0)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -177,11 +197,11 @@ uninstall:
 	    $(DESTDIR)$(INCLUDEDIR)/minidoc.h $(DESTDIR)$(BINDIR)/minidoc \
 	    $(DESTDIR)$(PCDIR)/minidoc.pc $(DESTDIR)$(PCDIR)/minidoc-static.pc
 
-$(CLI): $(BUILD)/tools/minidoc.o $(CLI_OBJS) $(TOOL_OBJS) $(LIB)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+$(CLI): $(BUILD)/tools/minidoc.o $(CLI_OBJS) $(TOOL_OBJS) $(SRV_OBJS) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(SRV_LIBS)
 
-$(TEST_BIN): $(TEST_OBJS) $(TOOL_OBJS) $(PAT_OBJS) $(LIB)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcriterion
+$(TEST_BIN): $(TEST_OBJS) $(TOOL_OBJS) $(SRV_OBJS) $(PAT_OBJS) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(SRV_LIBS) -lcriterion
 
 # (An older layout kept the pattern objects in a directory of this name.)
 $(PATTERNS): $(PAT_MAIN_OBJS) $(PAT_OBJS) $(LIB)
@@ -196,6 +216,7 @@ test: deps
 	@$(MAKE) --no-print-directory all
 	MINIDOC=$(CLI) tests/tools/test_cli.sh
 	MINIDOC=$(CLI) tests/tools/test_files.sh
+	MINIDOC=$(CLI) BUILD=$(BUILD) NPM_DIR=$(NPM_DIR) tests/server/test_drivers.sh
 	BUILD=$(BUILD) tests/tools/test_deps.sh
 	MAKE="$(MAKE)" BUILD=$(BUILD) SANFLAGS="$(if $(SANITIZER),-fsanitize=$(SANITIZER))" \
 	    tests/install/test_install.sh
@@ -256,4 +277,4 @@ test-tsan: deps
 clean:
 	rm -rf build build-*
 
--include $(LIB_OBJS:.o=.d) $(PIC_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(PAT_OBJS:.o=.d) $(PAT_MAIN_OBJS:.o=.d) $(FAULT_OBJS:.o=.d) $(BUILD)/tools/minidoc.d $(CLI_OBJS:.o=.d) $(TOOL_OBJS:.o=.d)
+-include $(LIB_OBJS:.o=.d) $(PIC_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(PAT_OBJS:.o=.d) $(PAT_MAIN_OBJS:.o=.d) $(FAULT_OBJS:.o=.d) $(BUILD)/tools/minidoc.d $(CLI_OBJS:.o=.d) $(TOOL_OBJS:.o=.d) $(SRV_OBJS:.o=.d)

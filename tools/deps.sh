@@ -9,6 +9,12 @@
 #           (bench/peers runs the real LMDB and WiredTiger) and gnuplot-nox
 #           (bench/mms draws its plots)
 #   plots   gnuplot-nox, for `make patterns`' docs/patterns/*.png
+#   drivers the MongoDB clients the server's tests drive (make deps):
+#           python3-pymongo, python3-gridfs, python3-snappy,
+#           python3-zstandard (pymongo's compressors) and libmongoc-dev.
+#           Optional: a user who cannot install them is told the apt-get
+#           line and deps.sh still succeeds (make test then reports those
+#           tests as skipped)
 #
 # When everything is there it does nothing and exits 0, whoever runs it.
 # Otherwise, as root, it installs what is missing with apt-get; as anyone
@@ -18,23 +24,26 @@ set -e
 LIB_PKGS="build-essential pkg-config libbson-dev libzstd-dev libsnappy-dev libpcre2-dev libcriterion-dev tzdata"
 BENCH_PKGS="liblmdb-dev libwiredtiger-dev gnuplot-nox"
 PLOT_PKGS="gnuplot-nox"
+DRIVER_PKGS="python3-pymongo python3-gridfs python3-snappy python3-zstandard libmongoc-dev"
 
 [ $# -gt 0 ] || set -- lib
 want=""
+optional=""
 for set in "$@"; do
     case "$set" in
     lib) want="$want $LIB_PKGS" ;;
     bench) want="$want $BENCH_PKGS" ;;
     plots) want="$want $PLOT_PKGS" ;;
+    drivers) optional="$optional $DRIVER_PKGS" ;;
     *)
-        echo "deps: unknown package set '$set' (lib, bench or plots)" >&2
+        echo "deps: unknown package set '$set' (lib, bench, plots or drivers)" >&2
         exit 2
         ;;
     esac
 done
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
-    echo "deps: no dpkg-query, cannot check packages; make sure these are installed:$want" >&2
+    echo "deps: no dpkg-query, cannot check packages; make sure these are installed:$want$optional" >&2
     exit 0
 fi
 missing=""
@@ -42,6 +51,17 @@ for p in $want; do
     case " $missing " in *" $p "*) continue ;; esac
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
+missing_opt=""
+for p in $optional; do
+    case " $missing $missing_opt " in *" $p "*) continue ;; esac
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing_opt="$missing_opt $p"
+done
+if [ -z "$missing" ] && [ -n "$missing_opt" ] && [ "$(id -u)" != 0 ]; then
+    echo "deps: optional packages for the driver tests are missing (those tests will be skipped). Run:"
+    echo "  sudo apt-get install -y$missing_opt"
+    exit 0
+fi
+missing="$missing$missing_opt"
 [ -z "$missing" ] && exit 0
 if [ "$(id -u)" = 0 ]; then
     echo "deps: installing$missing"

@@ -7,6 +7,8 @@
  *                                            then exit 1
  *   minidoc ... eval '<command>'             one command; exit 1 if ok: 0
  *   minidoc ... files put|get|list|search|delete ...   GridFS (files.c)
+ *   minidoc serve --dbpath DIR [...]         the MongoDB wire-protocol server
+ *                                            (server/srv_main.c: its options)
  *
  * Commands are extended JSON; replies are relaxed extended JSON, one per
  * line, with doubles in the shortest text that reads back to the same
@@ -23,6 +25,7 @@
 #include "files.h"
 #include "json_out.h"
 #include "minidoc.h"
+#include "srv.h"
 
 typedef struct cli {
     const char *dbpath, *engine, *dbname, *opts_json, *mode, *eval_cmd;
@@ -38,6 +41,8 @@ static void usage(FILE *f)
             "               [--smallfiles] [--opts '<json>'] (run [--stop-on-error] | eval '<command>'\n"
             "               | files [--prefix fs] [--local PATH] [--type CT] [--replace]\n"
             "                       (put NAME | get NAME | list [PREFIX] | search TEXT | delete NAME))\n"
+            "       minidoc serve --dbpath DIR [--port 27017] [--bind 127.0.0.1] [...]\n"
+            "               (minidoc serve --help: the server's options)\n"
             "\n"
             "  run     read one command per line from stdin (extended JSON); write one\n"
             "          reply per line (relaxed extended JSON).  Blank lines and lines\n"
@@ -197,11 +202,28 @@ static int run_stdin(md_db *db, bool stop_on_error)
     return rc;
 }
 
+/* The first word that is neither an option nor an option's value is
+ * "serve": the server (server/srv_main.c) takes over the arguments. */
+static bool is_serve(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strncmp(argv[i], "--", 2) != 0)
+            return strcmp(argv[i], "serve") == 0;
+        if (!strchr(argv[i], '=') && strcmp(argv[i], "--smallfiles") &&
+            strcmp(argv[i], "--stop-on-error") && strcmp(argv[i], "--quiet") &&
+            strcmp(argv[i], "--help") && strcmp(argv[i], "--replace"))
+            i++; /* its value */
+    }
+    return false;
+}
+
 int main(int argc, char **argv)
 {
     cli c;
     md_db *db = NULL;
     md_error err;
+    if (is_serve(argc, argv))
+        return srv_main(argc - 1, argv + 1);
     if (parse_args(argc, argv, &c) != 0) {
         usage(stderr);
         return 2;

@@ -74,6 +74,16 @@ deps 0 "$LIB_PKGS" lib
 if [ -z "$calls" ]; then ok; else ko "root with everything present: ran '$calls'"; fi
 deps 1000 "" nosuchset
 expect_status "unknown set" 2 $st
+# the driver tests' clients are optional: reported to a user, installed by root
+deps 1000 "$LIB_PKGS" lib drivers
+expect_status "non-root, driver packages missing: still fine" 0 $st
+expect "driver line" "$out" "sudo apt-get install -y python3-pymongo python3-gridfs python3-snappy python3-zstandard libmongoc-dev"
+if [ -z "$calls" ]; then ok; else ko "non-root never installs the drivers: ran '$calls'"; fi
+deps 1000 "pkg-config" lib drivers
+expect_status "non-root, library packages missing beside the drivers" 1 $st
+deps 0 "$LIB_PKGS python3-pymongo" drivers
+expect "root installs the missing drivers" "$calls" \
+    "apt-get install -y -qq --no-install-recommends python3-gridfs python3-snappy python3-zstandard libmongoc-dev"
 
 # ---- which targets ask for which set ----------------------------------------------
 # (make -n would still run test's recursive lines, so read the rules for
