@@ -19,6 +19,8 @@
 #                   minidoc.h, the minidoc program and minidoc.pc under
 #                   $(DESTDIR)$(PREFIX) (PREFIX=/usr/local by default)
 #   make uninstall  removes what make install put there
+#   make fuzz       the libFuzzer harnesses (tests/fuzz/), FUZZ_S seconds
+#                   each (default 60) under ASan and UBSan
 #   make clean
 #
 # Build modes:
@@ -119,7 +121,7 @@ SHLIB     := $(BUILD)/libminidoc.so.$(SO_VER)
 PIC_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/pic/%.o)
 PC_FILES  := $(BUILD)/minidoc.pc $(BUILD)/minidoc-static.pc
 
-.PHONY: all deps demo test check bench crash test-tsan clean patterns install uninstall shared
+.PHONY: all deps demo test check bench crash test-tsan clean patterns install uninstall shared fuzz
 
 all: $(LIB) $(CLI) $(TEST_BIN) $(FAULT_BIN) $(ALLOC_BIN) $(MONGOC_EX) $(if $(PAT_MAIN),$(PATTERNS))
 
@@ -272,6 +274,34 @@ test-tsan: deps
 	    $(CC) $(CPPFLAGS) $(CFLAGS) -fsanitize=thread $$src $(PAT_SRCS) build-thread/libminidoc.a \
 	        -fsanitize=thread $(LDLIBS) -o $$bin || exit 1; \
 	    TSAN_OPTIONS=halt_on_error=1 $$bin || exit 1; \
+	done
+
+# libFuzzer harnesses (clang): tests/fuzz/fuzz_NAME.c, its committed seeds in
+# tests/fuzz/corpus/NAME/ and the sources it needs in FUZZ_SRCS_NAME, built
+# under ASan and UBSan into build-fuzz/ and run FUZZ_S seconds each (new
+# inputs go to build-fuzz/corpus-NAME/, the committed seeds stay as they are).
+FUZZ_S         ?= 60
+FUZZ_CC        ?= clang
+FUZZ_NAMES     := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_SRCS_wire := server/srv_wire.c server/srv_compress.c
+define FUZZ_RULE
+build-fuzz/fuzz_$(1): tests/fuzz/fuzz_$(1).c $$(FUZZ_SRCS_$(1))
+	@mkdir -p build-fuzz
+	$$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	    $$(CPPFLAGS) -std=c11 -pthread $$^ -o $$@ $$(LDLIBS) $$(SRV_LIBS)
+endef
+$(foreach n,$(FUZZ_NAMES),$(eval $(call FUZZ_RULE,$(n))))
+
+fuzz:
+	@tools/deps.sh lib fuzz
+	@$(MAKE) --no-print-directory $(FUZZ_NAMES:%=build-fuzz/fuzz_%)
+	@for n in $(FUZZ_NAMES); do \
+	    mkdir -p build-fuzz/corpus-$$n; \
+	    echo "fuzz $$n: $(FUZZ_S) s"; \
+	    build-fuzz/fuzz_$$n -max_total_time=$(FUZZ_S) -print_final_stats=1 \
+	        -artifact_prefix=build-fuzz/crash-$$n- build-fuzz/corpus-$$n tests/fuzz/corpus/$$n \
+	        2>build-fuzz/fuzz_$$n.log || { tail -40 build-fuzz/fuzz_$$n.log; exit 1; }; \
+	    grep -E '^#[0-9]+.*DONE|stat::number_of_executed_units|cov:' build-fuzz/fuzz_$$n.log | tail -3; \
 	done
 
 clean:

@@ -205,6 +205,8 @@ typedef struct srv_conn {
 /* Run `req` (a command for req->db) on connection `c`; `reply` is
  * initialized by the call. */
 void srv_cmd_run(srv_conn *c, srv_request *req, bson_t *reply);
+/* MongoDB's codeName for a code, "Location<N>" for a location code. */
+const char *srv_code_name(int code);
 /* srv_main.c's state, for the commands that report it. */
 srv_dbs *srv_databases(srv *s);
 const srv_config *srv_cfg(const srv *s);

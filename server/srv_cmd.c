@@ -40,7 +40,7 @@
 #include "srv.h"
 
 /* codeName for the codes this file and srv_wire.c use beyond md_code_name. */
-static const char *code_name(int code)
+const char *srv_code_name(int code)
 {
     static const struct {
         int code;
@@ -70,7 +70,7 @@ static void reply_error(bson_t *reply, int code, const char *msg)
     BSON_APPEND_DOUBLE(reply, "ok", 0);
     BSON_APPEND_UTF8(reply, "errmsg", msg);
     BSON_APPEND_INT32(reply, "code", code);
-    BSON_APPEND_UTF8(reply, "codeName", code_name(code));
+    BSON_APPEND_UTF8(reply, "codeName", srv_code_name(code));
 }
 
 static void reply_md_error(bson_t *reply, const md_error *err)
@@ -78,7 +78,8 @@ static void reply_md_error(bson_t *reply, const md_error *err)
     BSON_APPEND_DOUBLE(reply, "ok", 0);
     BSON_APPEND_UTF8(reply, "errmsg", err->message);
     BSON_APPEND_INT32(reply, "code", err->code);
-    BSON_APPEND_UTF8(reply, "codeName", err->code_name[0] ? err->code_name : code_name(err->code));
+    bool known = err->code_name[0] && strcmp(err->code_name, "UnknownError") != 0;
+    BSON_APPEND_UTF8(reply, "codeName", known ? err->code_name : srv_code_name(err->code));
 }
 
 static void ok(bson_t *reply)

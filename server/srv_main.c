@@ -333,8 +333,7 @@ static bool serve_one(srv_conn *c)
             BSON_APPEND_UTF8(&reply, "$err", pe.message);
             failure = true;
         }
-        BSON_APPEND_UTF8(&reply, "codeName", pe.code == 352 ? "UnsupportedOpQueryCommand"
-                                             : md_code_name(pe.code));
+        BSON_APPEND_UTF8(&reply, "codeName", srv_code_name(pe.code));
     } else {
         srv_cmd_run(c, &req, &reply);
         srv_request_cleanup(&req);

@@ -9,6 +9,7 @@
 #           (bench/peers runs the real LMDB and WiredTiger) and gnuplot-nox
 #           (bench/mms draws its plots)
 #   plots   gnuplot-nox, for `make patterns`' docs/patterns/*.png
+#   fuzz    clang and its fuzzer runtime, for `make fuzz`
 #   drivers the MongoDB clients the server's tests drive (make deps):
 #           python3-pymongo, python3-gridfs, python3-snappy,
 #           python3-zstandard (pymongo's compressors) and libmongoc-dev.
@@ -24,6 +25,7 @@ set -e
 LIB_PKGS="build-essential pkg-config libbson-dev libzstd-dev libsnappy-dev libpcre2-dev libcriterion-dev tzdata"
 BENCH_PKGS="liblmdb-dev libwiredtiger-dev gnuplot-nox"
 PLOT_PKGS="gnuplot-nox"
+FUZZ_PKGS="clang libclang-rt-dev"
 DRIVER_PKGS="python3-pymongo python3-gridfs python3-snappy python3-zstandard libmongoc-dev"
 
 [ $# -gt 0 ] || set -- lib
@@ -34,9 +36,10 @@ for set in "$@"; do
     lib) want="$want $LIB_PKGS" ;;
     bench) want="$want $BENCH_PKGS" ;;
     plots) want="$want $PLOT_PKGS" ;;
+    fuzz) want="$want $FUZZ_PKGS" ;;
     drivers) optional="$optional $DRIVER_PKGS" ;;
     *)
-        echo "deps: unknown package set '$set' (lib, bench, plots or drivers)" >&2
+        echo "deps: unknown package set '$set' (lib, bench, plots, fuzz or drivers)" >&2
         exit 2
         ;;
     esac

@@ -589,6 +589,9 @@ Test(srv_live, bad_messages_close_only_their_connection)
     cr_assert(recv_reply(fd, &to, &r));
     cr_assert_eq(num(&r, "code"), 40571);
     cr_assert_eq(num(&r, "ok"), 0);
+    bson_iter_t it;
+    cr_assert(bson_iter_init_find(&it, &r, "codeName"));
+    cr_assert_str_eq(bson_iter_utf8(&it, NULL), "Location40571");
     bson_destroy(&r);
     roundtrip(fd, 6, "{\"ping\": 1, \"$db\": \"admin\"}", &r);
     cr_assert_eq(num(&r, "ok"), 1);
