@@ -141,6 +141,11 @@ void agg_num_set(bson_value_t *v, const q_num *n);
 /* Decimal128 <-> long double / text. */
 void agg_dec_from_ld(long double x, bson_decimal128_t *d);
 void agg_dec_from_double(double x, bson_decimal128_t *d);
+/* Exact decimal a / b (34 digits, half-even) and a % b (the dividend's
+ * sign); false for infinities, NaN, a zero divisor or a remainder whose
+ * operands' exponents are too far apart (then use long double). */
+bool agg_dec_divide(const bson_decimal128_t *a, const bson_decimal128_t *b, bson_decimal128_t *r);
+bool agg_dec_mod(const bson_decimal128_t *a, const bson_decimal128_t *b, bson_decimal128_t *r);
 /* Is v an integral number that fits int64 (any numeric type)?  *out gets it. */
 bool agg_num_int64(const bson_value_t *v, int64_t *out);
 /* Is v an integral number that fits int32? (MongoDB's integral()) */

@@ -7,11 +7,11 @@
  *
  * Result types follow MongoDB's: int32 op int32 stays int32 unless it
  * overflows (then int64, then double); a double operand gives a double;
- * a decimal operand gives a decimal.  Deviation: decimal $divide, $mod,
- * $exp, $ln, $log, $log10, $pow and $sqrt are computed in long double
- * (about 19 significant digits) instead of IEEE 754-2008 decimal
- * arithmetic; sums and products of decimals are exact where 34 digits
- * suffice (q_num_arith).
+ * a decimal operand gives a decimal.  Decimal $divide and $mod are IEEE
+ * 754-2008's (34 digits, agg_dec_divide / agg_dec_mod), sums and products
+ * exact where 34 digits suffice (q_num_arith).  Deviation: decimal $exp,
+ * $ln, $log, $log10, $pow and $sqrt are computed in long double (about 19
+ * significant digits).
  */
 #include <math.h>
 #include <stdio.h>
@@ -482,8 +482,11 @@ static int divide_eval(const agg_expr *e, agg_vars *vars, bson_value_t *out, md_
             bson_decimal128_t a, b;
             dec_of(l, &a);
             dec_of(r, &b);
+            bson_decimal128_t q;
             if (dec_is_zero(&b))
                 rc = agg_err(err, 16608, "can't $divide by zero");
+            else if (agg_dec_divide(&a, &b, &q))
+                agg_set_decimal(out, &q);
             else
                 set_dec_ld(out, q_decimal_ld(&a) / q_decimal_ld(&b));
         } else {
@@ -522,8 +525,11 @@ static int mod_eval(const agg_expr *e, agg_vars *vars, bson_value_t *out, md_err
             bson_decimal128_t a, b;
             dec_of(l, &a);
             dec_of(r, &b);
+            bson_decimal128_t m;
             if (dec_is_zero(&b))
                 rc = agg_err(err, 16610, "can't $mod by zero");
+            else if (agg_dec_mod(&a, &b, &m))
+                agg_set_decimal(out, &m);
             else
                 set_dec_ld(out, fmodl(q_decimal_ld(&a), q_decimal_ld(&b)));
         } else if (agg_num_double(r) == 0) {
