@@ -11,6 +11,7 @@
  * too.  (The $group accumulators themselves live with the pipeline.)
  */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "agg_expr_int.h"
@@ -73,8 +74,12 @@ static void acc_result(acc_state *a, bson_value_t *out)
         bson_value_t total;
         agg_sum_result(&a->sum, &total);
         if (a->dec) {
-            bson_decimal128_t d;
-            agg_dec_from_ld(agg_num_ld(&total) / (long double)a->count, &d);
+            bson_decimal128_t d, n;
+            char buf[32];
+            snprintf(buf, sizeof buf, "%" PRId64, a->count);
+            bson_decimal128_from_string(buf, &n);
+            if (!agg_dec_divide(&total.value.v_decimal128, &n, &d))
+                agg_dec_from_ld(agg_num_ld(&total) / (long double)a->count, &d);
             agg_set_decimal(out, &d);
         } else {
             agg_set_double(out, agg_num_double(&total) / (double)a->count);
