@@ -71,8 +71,9 @@ LIB       := $(BUILD)/libminidoc.a
 CLI       := $(BUILD)/minidoc
 # tools/ code the CLI and the tests share (json_out.c: the CLI's JSON writer)
 TOOL_OBJS := $(BUILD)/tools/json_out.o
-# the CLI's subcommands, one file each (files.c: GridFS, as mongofiles)
-CLI_OBJS  := $(BUILD)/tools/files.o
+# the CLI's subcommands, one file each (files.c: GridFS, as mongofiles;
+# dump, restore, import, export, inspect: tools/tool.h)
+CLI_OBJS  := $(patsubst %.c,$(BUILD)/%.o,$(filter-out tools/minidoc.c tools/json_out.c,$(wildcard tools/*.c)))
 # server/: `minidoc serve`, the wire-protocol server, linked into the CLI
 # (and into the tests, which drive it in-process); zlib is one of its
 # compressors.
@@ -219,6 +220,7 @@ test: deps
 	MINIDOC=$(CLI) tests/tools/test_cli.sh
 	MINIDOC=$(CLI) tests/tools/test_files.sh
 	MINIDOC=$(CLI) BUILD=$(BUILD) NPM_DIR=$(NPM_DIR) tests/server/test_drivers.sh
+	MINIDOC=$(CLI) tests/tools/test_dump.sh
 	BUILD=$(BUILD) tests/tools/test_deps.sh
 	MAKE="$(MAKE)" BUILD=$(BUILD) SANFLAGS="$(if $(SANITIZER),-fsanitize=$(SANITIZER))" \
 	    tests/install/test_install.sh

@@ -2,7 +2,8 @@
 # deps.sh [SET...] -- make sure the Debian packages a make target needs are
 # installed.  Sets (default: lib):
 #
-#   lib     the library, the CLI, the demo and the tests: what `make`,
+#   lib     the library, the CLI (zlib1g-dev: dump and restore --gzip),
+#           the demo and the tests: what `make`,
 #           `make demo`, `make test`, `make install` and `make crash` need
 #           (tzdata: the Olson time zones of the date expressions)
 #   bench   the benchmarks' extras: liblmdb-dev and libwiredtiger-dev
@@ -22,7 +23,7 @@
 # else it prints the exact apt-get line to run and fails (it never calls
 # sudo).  On a system without dpkg it cannot check and says so.
 set -e
-LIB_PKGS="build-essential pkg-config libbson-dev libzstd-dev libsnappy-dev libpcre2-dev libcriterion-dev tzdata"
+LIB_PKGS="build-essential pkg-config libbson-dev libzstd-dev libsnappy-dev libpcre2-dev libcriterion-dev tzdata zlib1g-dev"
 BENCH_PKGS="liblmdb-dev libwiredtiger-dev gnuplot-nox"
 PLOT_PKGS="gnuplot-nox"
 FUZZ_PKGS="clang libclang-rt-dev"

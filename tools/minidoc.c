@@ -17,6 +17,9 @@
  * on.  Usage errors exit 2, a database that cannot be opened exits 1.
  * This is the scripting and testing surface of minidoc: keep it stable.
  * It uses only include/minidoc.h, libbson and json_out.c.
+ *
+ *   minidoc dump|restore ...                 the tools, one file each
+ *                                            (tools/tool.h; --help each)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +29,7 @@
 #include "json_out.h"
 #include "minidoc.h"
 #include "srv.h"
+#include "tool.h"
 
 typedef struct cli {
     const char *dbpath, *engine, *dbname, *opts_json, *mode, *eval_cmd;
@@ -58,7 +62,9 @@ static void usage(FILE *f)
             "  --dbname NAME   database name used in file names and ns (default test)\n"
             "  --smallfiles    mmapv1 data files a quarter of the usual size\n"
             "  --opts JSON     any md_db_open() option, e.g. '{\"mmapv1\": {...}}'\n"
-            "  --help          this text\n");
+            "  --help          this text\n"
+            "\n"
+            "  minidoc dump|restore [options]   mongodump/mongorestore (--help each)\n");
 }
 
 /* "--name value" or "--name=value"; returns the value or NULL. */
@@ -224,6 +230,9 @@ int main(int argc, char **argv)
     md_error err;
     if (is_serve(argc, argv))
         return srv_main(argc - 1, argv + 1);
+    tool_main_fn tool = tool_find(argc, argv); /* dump, restore, ...: tools/tool.h */
+    if (tool)
+        return tool(argc, argv);
     if (parse_args(argc, argv, &c) != 0) {
         usage(stderr);
         return 2;
