@@ -17,6 +17,8 @@ static const struct {
 } tools[] = {
     {"dump", tool_dump_main},
     {"restore", tool_restore_main},
+    {"import", tool_import_main},
+    {"export", tool_export_main},
 };
 
 /* Options of minidoc.c and of the tools whose value is a separate word. */
@@ -26,7 +28,7 @@ static bool takes_value(const char *a)
         "--dbpath", "--engine", "--dbname", "--opts", "--out", "-o", "--collection", "-c",
         "--db", "-d", "--query", "-q", "--nsInclude", "--file", "--fields", "-f", "--type",
         "--mode", "--upsertFields", "--batchSize", "--sort", "--limit", "--skip", "--svg",
-        "--fieldFile", "--diff", NULL};
+        "--fieldFile", "--diff", "--jsonFormat", NULL};
     for (int k = 0; with_value[k]; k++)
         if (strcmp(a, with_value[k]) == 0)
             return true;
