@@ -222,6 +222,7 @@ test: deps
 	MINIDOC=$(CLI) BUILD=$(BUILD) NPM_DIR=$(NPM_DIR) tests/server/test_drivers.sh
 	MINIDOC=$(CLI) tests/tools/test_dump.sh
 	MINIDOC=$(CLI) tests/tools/test_import.sh
+	MINIDOC=$(CLI) tests/tools/test_inspect.sh
 	BUILD=$(BUILD) tests/tools/test_deps.sh
 	MAKE="$(MAKE)" BUILD=$(BUILD) SANFLAGS="$(if $(SANITIZER),-fsanitize=$(SANITIZER))" \
 	    tests/install/test_install.sh

@@ -18,7 +18,7 @@
  * This is the scripting and testing surface of minidoc: keep it stable.
  * It uses only include/minidoc.h, libbson and json_out.c.
  *
- *   minidoc dump|restore|import|export ...               the tools, one file each
+ *   minidoc dump|restore|import|export|inspect ...   the tools, one file each
  *                                            (tools/tool.h; --help each)
  */
 #include <stdio.h>
@@ -65,7 +65,8 @@ static void usage(FILE *f)
             "  --help          this text\n"
             "\n"
             "  minidoc dump|restore [options]   mongodump/mongorestore (--help each)\n"
-            "  minidoc import|export [options]  mongoimport/mongoexport (--help each)\n");
+            "  minidoc import|export [options]  mongoimport/mongoexport (--help each)\n"
+            "  minidoc inspect [options]        draw the data files (--help)\n");
 }
 
 /* "--name value" or "--name=value"; returns the value or NULL. */

@@ -19,6 +19,7 @@ static const struct {
     {"restore", tool_restore_main},
     {"import", tool_import_main},
     {"export", tool_export_main},
+    {"inspect", tool_inspect_main},
 };
 
 /* Options of minidoc.c and of the tools whose value is a separate word. */
@@ -28,7 +29,7 @@ static bool takes_value(const char *a)
         "--dbpath", "--engine", "--dbname", "--opts", "--out", "-o", "--collection", "-c",
         "--db", "-d", "--query", "-q", "--nsInclude", "--file", "--fields", "-f", "--type",
         "--mode", "--upsertFields", "--batchSize", "--sort", "--limit", "--skip", "--svg",
-        "--fieldFile", "--diff", "--jsonFormat", NULL};
+        "--fieldFile", "--diff", "--png", "--jsonFormat", NULL};
     for (int k = 0; with_value[k]; k++)
         if (strcmp(a, with_value[k]) == 0)
             return true;

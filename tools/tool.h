@@ -13,7 +13,7 @@
  *
  * Exit statuses, for every subcommand: 0 success, 1 failure (a file that
  * cannot be read or written, a database that cannot be opened, documents
- * that failed), 2 usage errors.
+ * that failed), 2 usage errors; inspect: 3 when it drew damage.
  */
 #ifndef TOOL_H
 #define TOOL_H
