@@ -118,7 +118,8 @@ void srv_request_cleanup(srv_request *req);
  * since the process started, as serverStatus' network.compression. */
 void srv_compression_stats(bson_t *out);
 
-/* The reply to `req` carrying `body`, as OP_MSG (flags 0) or, for OP_QUERY,
+/* The reply to `req` carrying `body`, as OP_MSG (flags 0, or checksumPresent
+ * with the checksum when the request had one) or, for OP_QUERY,
  * OP_REPLY (responseFlags: QueryFailure when `query_failure`), compressed
  * with the request's compressor when it came compressed.  Returns a malloc'd
  * message (caller frees) and its length in *len, or NULL on failure. */

@@ -27,6 +27,9 @@
  * originalOpcode int32, uncompressedSize int32 (without the header),
  * compressorId uint8, then the compressed bytes.
  *
+ * A reply to a checksummed OP_MSG carries a checksum too, as mongod's do (the
+ * checksum is inside the compression when both are used).
+ *
  * What happens to a bad message follows MongoDB 5.0: a length out of range,
  * an unknown opcode, unknown required flag bits (IllegalOpMsgFlag), more than
  * two document sequences (TooManyDocumentSequences), a bad checksum or a
@@ -439,7 +442,8 @@ uint8_t *srv_msg_reply(const srv_request *req, int32_t request_id, const bson_t 
 {
     bool op_reply = req->opcode == SRV_OP_QUERY;
     size_t fixed = op_reply ? 20 : 5;
-    size_t n = 16 + fixed + body->len;
+    bool sum = !op_reply && (req->flags & SRV_MSG_CHECKSUM);
+    size_t n = 16 + fixed + body->len + (sum ? 4 : 0);
     uint8_t *m = malloc(n);
     if (!m)
         return NULL;
@@ -457,6 +461,10 @@ uint8_t *srv_msg_reply(const srv_request *req, int32_t request_id, const bson_t 
         m[20] = 0;
     }
     memcpy(m + 16 + fixed, bson_get_data(body), body->len);
+    if (sum) {
+        wr32(m + 16, (int32_t)SRV_MSG_CHECKSUM);
+        wr32(m + n - 4, (int32_t)srv_crc32c(0, m, n - 4));
+    }
     const srv_compressor *c = req->compressor >= 0 ? srv_compressor_by_id(req->compressor) : NULL;
     if (!c) {
         *len = n;

@@ -232,6 +232,20 @@ Test(srv_wire, checksums)
     op_msg(&m, 1, 0, "{\"ping\": 1, \"$db\": \"admin\"}");
     add_checksum(&m);
     cr_assert_eq(parse(&m, &req, &e), SRV_PARSE_OK, "%s", e.message);
+    /* the reply is checksummed too, and parses as a checksummed OP_MSG */
+    bson_t r = BSON_INITIALIZER;
+    BSON_APPEND_DOUBLE(&r, "ok", 1);
+    BSON_APPEND_UTF8(&r, "$db", "admin");
+    size_t n;
+    uint8_t *out = srv_msg_reply(&req, 2, &r, false, &n);
+    cr_assert_eq(out[16] & SRV_MSG_CHECKSUM, SRV_MSG_CHECKSUM);
+    srv_request back;
+    cr_assert_eq(srv_msg_parse(out, n, SRV_MAX_MESSAGE, &back, &e), SRV_PARSE_OK, "%s", e.message);
+    srv_request_cleanup(&back);
+    out[n - 1] ^= 1;
+    cr_assert_eq(srv_msg_parse(out, n, SRV_MAX_MESSAGE, &back, &e), SRV_PARSE_CLOSE);
+    free(out);
+    bson_destroy(&r);
     srv_request_cleanup(&req);
     m.b[m.n - 1] ^= 0x40; /* the checksum itself */
     cr_assert_eq(parse(&m, &req, &e), SRV_PARSE_CLOSE);
