@@ -47,7 +47,7 @@ PKGS      := libbson-1.0 libzstd snappy libpcre2-8
 CPPFLAGS  += -D_GNU_SOURCE -Iinclude -Iengine -Immapv1 -Ibtree -Iquery -Ipatterns -Iserver
 CPPFLAGS  += $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 CFLAGS    += -std=c11 -Wall -Wextra -Wshadow -Wno-unused-parameter -g -pthread
-LDLIBS    += $(shell pkg-config --libs libbson-1.0 libzstd snappy libpcre2-8 2>/dev/null) -lm -lpthread
+LDLIBS    += $(shell pkg-config --libs libbson-1.0 libzstd snappy libpcre2-8 2>/dev/null) -lstemmer -lm -lpthread
 
 ifeq ($(MODE),debug)
   CFLAGS += -O0
@@ -178,7 +178,7 @@ $(BUILD)/minidoc.pc $(BUILD)/minidoc-static.pc: minidoc.pc.in
 	    -e '/^#/d' minidoc.pc.in > $@.tmp
 	if [ $(notdir $@) = minidoc-static.pc ]; then \
 	    sed -i -e 's|^Name: minidoc|Name: minidoc-static|' \
-	        -e 's|^Libs: .*|Libs: $${libdir}/libminidoc.a -pthread -lm|' \
+	        -e 's|^Libs: .*|Libs: $${libdir}/libminidoc.a -pthread -lstemmer -lm|' \
 	        -e 's|^Requires: .*|Requires: libbson-1.0 libzstd snappy libpcre2-8|' \
 	        -e '/^Requires.private:/d' -e '/^Libs.private:/d' $@.tmp; fi
 	mv $@.tmp $@

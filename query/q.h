@@ -260,6 +260,8 @@ int q_index_keys(const bson_t *pattern, const bson_t *doc, bool sparse, q_keyset
  * caller must read the document instead.
  */
 bool q_key_decode(const bson_t *pattern, const uint8_t *key, uint32_t klen, bson_t *out);
+/* The ascending number encoded at the start of key (a text index's score). */
+bool q_key_read_number(const uint8_t *key, uint32_t klen, double *out);
 /* Render an encoded key back as the "{ x: 1 }" text of an E11000 message. */
 void q_key_describe(const bson_t *pattern, const bson_t *doc, char *out, size_t outlen);
 

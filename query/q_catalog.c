@@ -22,6 +22,7 @@
 
 #include "q_int.h"
 #include "q_path.h"
+#include "q_text.h"
 
 /* ---- names ----------------------------------------------------------------- */
 
@@ -331,6 +332,8 @@ q_index *q_index_new(const bson_t *spec, const char *ident)
     }
     if (bson_iter_init_find(&it, spec, "expireAfterSeconds") && BSON_ITER_HOLDS_NUMBER(&it))
         ix->expire_secs = bson_iter_as_int64(&it);
+    if (q_text_key_is_text(&ix->key))
+        ix->text = q_text_spec_new(spec);
     snprintf(ix->ident, sizeof ix->ident, "%s", ident);
     return ix;
 }
@@ -340,6 +343,7 @@ void q_index_free(q_index *ix)
     if (!ix)
         return;
     q_matcher_destroy(ix->partial);
+    q_text_spec_free(ix->text);
     eng_ss_close(ix->ss);
     bson_destroy(&ix->key);
     bson_destroy(&ix->spec);
@@ -854,6 +858,8 @@ int q_index_doc_keys(const q_index *ix, const bson_t *doc, q_keyset *out, md_err
         return 0;
     if (ix->hashed)
         return hashed_keys(ix, doc, out, err);
+    if (ix->text)
+        return q_text_index_keys(ix, doc, out, err);
     return q_index_keys(&ix->key, doc, ix->sparse, out, err);
 }
 

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "q_int.h"
+#include "q_text.h"
 
 /* ---- create / drop -------------------------------------------------------------------- */
 
@@ -366,6 +367,8 @@ static int check_key_pattern(const bson_t *key, md_error *err)
     bson_iter_t it;
     if (bson_empty(key))
         return q_err(err, MD_EINVAL, MD_CODE_CANNOT_CREATE_INDEX, "Index keys cannot be empty.");
+    if (q_text_key_is_text(key))
+        return 0; /* q_text_index_prepare checks it with the options */
     bson_iter_init(&it, key);
     while (bson_iter_next(&it)) {
         const char *k = bson_iter_key(&it);
@@ -409,7 +412,9 @@ static void default_name(const bson_t *key, char *out, size_t n)
 }
 
 typedef struct idx_req {
-    bson_t key;
+    bson_t key;  /* a view (of the command, or of tkey) */
+    bool text;   /* a text index: tkey and topts are owned (q_text.h) */
+    bson_t tkey, topts;
     char name[ENG_IDENT_MAX];
     bool unique, sparse, has_partial;
     int64_t expire; /* expireAfterSeconds, -1: none */
@@ -511,7 +516,8 @@ static int parse_spec_field(bson_iter_t *it, idx_req *r, bool *have_key, md_erro
                          "TTL index 'expireAfterSeconds' option cannot be less than 0");
         return 0;
     }
-    if (!strcmp(k, "v") || !strcmp(k, "ns") || !strcmp(k, "background"))
+    if (!strcmp(k, "v") || !strcmp(k, "ns") || !strcmp(k, "background") ||
+        q_text_is_option(k))
         return 0;
     return q_err(err, MD_ENOTSUP, MD_CODE_CANNOT_CREATE_INDEX,
                  "index option '%s' is not supported yet", k);
@@ -541,12 +547,23 @@ static int parse_spec(const bson_iter_t *el, idx_req *r, md_error *err)
                      "cannot mix \"partialFilterExpression\" and \"sparse\" options");
     bson_iter_t kt;
     if (r->unique && bson_iter_init(&kt, &r->key) && bson_iter_next(&kt) &&
-        BSON_ITER_HOLDS_UTF8(&kt))
+        BSON_ITER_HOLDS_UTF8(&kt) && !strcmp(bson_iter_utf8(&kt, NULL), "hashed"))
         return q_err(err, MD_EINVAL, MD_CODE_CANNOT_CREATE_INDEX,
                      "Currently hashed indexes cannot guarantee uniqueness. Use a regular "
                      "index.");
     if (!r->name[0])
         default_name(&r->key, r->name, sizeof r->name);
+    if (q_text_key_is_text(&r->key)) {
+        bson_t spec;
+        const uint8_t *data;
+        uint32_t len;
+        bson_iter_document(el, &len, &data);
+        bson_init_static(&spec, data, len);
+        r->text = true;
+        int rc = q_text_index_prepare(&r->key, &spec, &r->tkey, &r->topts, err);
+        bson_init_static(&r->key, bson_get_data(&r->tkey), r->tkey.len);
+        return rc;
+    }
     return 0;
 }
 
@@ -565,6 +582,8 @@ static bson_t *spec_doc(const idx_req *r, const char *ns)
         q_append_number(s, "expireAfterSeconds", r->expire);
     if (r->has_partial)
         BSON_APPEND_DOCUMENT(s, "partialFilterExpression", &r->partial);
+    if (r->text)
+        bson_concat(s, &r->topts);
     return s;
 }
 
@@ -583,6 +602,11 @@ static bool same_partial(const q_index *ix, const idx_req *r)
 /* 1: already exists (identically), 0: new, <0: conflict. */
 static int index_conflict(q_coll *c, const idx_req *r, md_error *err)
 {
+    if (r->text) {
+        int t = q_text_index_conflict(c, &r->key, &r->topts, r->name, err);
+        if (t != 2)
+            return t;
+    }
     q_index *by_name = q_index_find(c, r->name), *by_key = q_index_find_key(c, &r->key);
     bool id_index = strcmp(r->name, "_id_") == 0;
     if (by_name && by_name == by_key) {
@@ -723,6 +747,11 @@ int q_cmd_create_indexes(md_db *db, const bson_t *cmd, bson_t *reply, md_error *
     if (before == c->nidx)
         BSON_APPEND_UTF8(reply, "note", "all indexes already exist");
 out:
+    for (int i = 0; reqs && i < n; i++)
+        if (reqs[i].text) {
+            bson_destroy(&reqs[i].tkey);
+            bson_destroy(&reqs[i].topts);
+        }
     free(reqs);
     return rc;
 }

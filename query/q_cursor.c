@@ -46,6 +46,26 @@
 
 /* ---- sort ---------------------------------------------------------------------- */
 
+/* {$meta: "textScore"}: a sort on the text score (QueryRequest::isTextScoreMeta). */
+static bool is_meta_key(const bson_iter_t *it)
+{
+    bson_iter_t x;
+    return BSON_ITER_HOLDS_DOCUMENT(it) && bson_iter_recurse(it, &x) && bson_iter_next(&x) &&
+           !strcmp(bson_iter_key(&x), "$meta") && BSON_ITER_HOLDS_UTF8(&x) &&
+           !strcmp(bson_iter_utf8(&x, NULL), "textScore") && !bson_iter_next(&x);
+}
+
+bool q_sort_has_meta(const bson_t *spec)
+{
+    bson_iter_t it;
+    if (!spec || !bson_iter_init(&it, spec))
+        return false;
+    while (bson_iter_next(&it))
+        if (BSON_ITER_HOLDS_DOCUMENT(&it))
+            return true;
+    return false;
+}
+
 int q_sort_check(const bson_t *spec, md_error *err)
 {
     bson_iter_t it;
@@ -54,9 +74,11 @@ int q_sort_check(const bson_t *spec, md_error *err)
     bson_iter_init(&it, spec);
     while (bson_iter_next(&it)) {
         double d = BSON_ITER_HOLDS_NUMBER(&it) ? bson_iter_as_double(&it) : 0;
-        if (BSON_ITER_HOLDS_DOCUMENT(&it))
-            return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE,
-                         "$meta sort is not supported yet");
+        if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            if (!is_meta_key(&it))
+                return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE, "bad sort specification");
+            continue;
+        }
         if (d != 1 && d != -1)
             return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE,
                          "bad sort specification: '%s' must be 1 or -1", bson_iter_key(&it));
@@ -148,10 +170,13 @@ static bool sort_value(const bson_t *doc, const char *path, bool desc, bson_iter
 typedef struct sort_item {
     bson_t *doc;
     size_t pos;
+    double score;
 } sort_item;
 
-/* Order two documents by spec alone (0: equal keys). */
-int q_sort_cmp_docs(const bson_t *a, const bson_t *b, const bson_t *spec)
+/* Order two documents (with their text scores) by spec (0: equal keys);
+ * a {$meta: "textScore"} key puts the higher score first. */
+static int sort_cmp_scored(const bson_t *a, double sa, const bson_t *b, double sb,
+                           const bson_t *spec)
 {
     bson_iter_t it, va, vb, nul;
     bson_t nulldoc = BSON_INITIALIZER;
@@ -160,6 +185,10 @@ int q_sort_cmp_docs(const bson_t *a, const bson_t *b, const bson_t *spec)
     bson_iter_init(&it, spec);
     int c = 0;
     while (c == 0 && bson_iter_next(&it)) {
+        if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            c = (sa < sb) - (sa > sb);
+            continue;
+        }
         bool desc = bson_iter_as_double(&it) < 0;
         if (!sort_value(a, bson_iter_key(&it), desc, &va))
             va = nul;
@@ -173,26 +202,40 @@ int q_sort_cmp_docs(const bson_t *a, const bson_t *b, const bson_t *spec)
     return c;
 }
 
+/* Order two documents by spec alone (0: equal keys; text scores count as 0). */
+int q_sort_cmp_docs(const bson_t *a, const bson_t *b, const bson_t *spec)
+{
+    return sort_cmp_scored(a, 0, b, 0, spec);
+}
+
 /* Equal keys keep their input order (a stable sort). */
 static int sort_cmp(const void *pa, const void *pb, void *ctx)
 {
     const sort_item *a = pa, *b = pb;
-    int c = q_sort_cmp_docs(a->doc, b->doc, ctx);
+    int c = sort_cmp_scored(a->doc, a->score, b->doc, b->score, ctx);
     if (c == 0)
         c = a->pos < b->pos ? -1 : a->pos > b->pos;
     return c;
 }
 
-void q_sort_docs(bson_t **docs, size_t n, const bson_t *spec)
+void q_sort_docs_scored(bson_t **docs, double *scores, size_t n, const bson_t *spec)
 {
     sort_item *v = malloc((n ? n : 1) * sizeof *v);
     assert(v);
     for (size_t i = 0; i < n; i++)
-        v[i] = (sort_item){docs[i], i};
+        v[i] = (sort_item){docs[i], i, scores ? scores[i] : 0};
     qsort_r(v, n, sizeof *v, sort_cmp, (void *)spec);
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         docs[i] = v[i].doc;
+        if (scores)
+            scores[i] = v[i].score;
+    }
     free(v);
+}
+
+void q_sort_docs(bson_t **docs, size_t n, const bson_t *spec)
+{
+    q_sort_docs_scored(docs, NULL, n, spec);
 }
 
 /* ---- cursors ------------------------------------------------------------------ */
@@ -208,7 +251,9 @@ typedef struct q_cursor {
     q_scan scan;
     bool has_scan;
     bson_t **docs; /* materialized (sorted) results */
+    double *scores; /* their text scores ($text), or NULL */
     size_t ndocs, pos;
+    double score, stash_score; /* the text score of the last result / the stashed one */
     bson_t view;
     int64_t limit, returned;
     eng_rid stash;
@@ -234,7 +279,9 @@ static void cursor_release(q_cursor *cur)
     for (size_t i = 0; i < cur->ndocs; i++)
         bson_destroy(cur->docs[i]);
     free(cur->docs);
+    free(cur->scores);
     cur->docs = NULL;
+    cur->scores = NULL;
     cur->ndocs = 0;
     q_matcher_destroy(cur->m);
     cur->m = NULL;
@@ -273,11 +320,14 @@ static int cursor_next(q_cursor *cur, const bson_t **doc, eng_rid *rid)
         if (cur->pos >= cur->ndocs)
             return MD_NOTFOUND;
         *rid = ENG_RID_NONE;
+        cur->score = cur->scores ? cur->scores[cur->pos] : 0;
         *doc = cur->docs[cur->pos++];
         return 0;
     }
     bool stashed = false;
+    cur->score = 0;
     if (cur->stash) {
+        cur->score = cur->stash_score;
         const uint8_t *data;
         uint32_t len;
         *rid = cur->stash;
@@ -287,6 +337,8 @@ static int cursor_next(q_cursor *cur, const bson_t **doc, eng_rid *rid)
                   (!cur->m || q_matcher_matches(cur->m, &cur->view));
     }
     int rc = stashed ? 0 : q_scan_next(&cur->scan, rid, &cur->view);
+    if (!stashed)
+        cur->score = cur->scan.kind == Q_SCAN_TEXT ? cur->scan.text_score : 0;
     *doc = &cur->view;
     /* engines without a record checksum may hold damaged BSON: it must not
      * reach the caller (mmapv1's mm_int.h, "Damage detection") */
@@ -306,9 +358,10 @@ static int cursor_next(q_cursor *cur, const bson_t **doc, eng_rid *rid)
 
 static void cursor_unread(q_cursor *cur, eng_rid rid)
 {
-    if (cur->has_scan)
+    if (cur->has_scan) {
         cur->stash = rid;
-    else
+        cur->stash_score = cur->score;
+    } else
         cur->pos--;
 }
 
@@ -326,6 +379,7 @@ static bool fill_batch(q_cursor *cur, bson_t *arr, int64_t max_docs)
             return true;
         if (cursor_next(cur, &doc, &rid) != 0)
             return true;
+        cur->proj.text_score = cur->score;
         q_proj_apply(&cur->proj, doc, &out);
         if ((max_docs >= 0 && n >= max_docs) || (n > 0 && bytes + out.len > Q_BSON_MAX)) {
             bson_destroy(&out);
@@ -429,14 +483,17 @@ static int materialize_sorted(q_cursor *cur, const bson_t *sort, md_error *err)
         if (cur->ndocs == cap) {
             cap = cap ? cap * 2 : 64;
             bson_t **v = realloc(cur->docs, cap * sizeof *v);
-            assert(v);
+            double *sc = realloc(cur->scores, cap * sizeof *sc);
+            assert(v && sc);
             cur->docs = v;
+            cur->scores = sc;
         }
+        cur->scores[cur->ndocs] = cur->score;
         cur->docs[cur->ndocs++] = bson_copy(doc);
     }
     q_scan_close(&cur->scan);
     cur->has_scan = false;
-    q_sort_docs(cur->docs, cur->ndocs, sort);
+    q_sort_docs_scored(cur->docs, cur->scores, cur->ndocs, sort);
     return 0;
 }
 
@@ -458,6 +515,26 @@ static int tail_start(q_cursor *cur, md_error *err)
     return rc;
 }
 
+/* QueryRequest::validate: every {f: {$meta}} sort key has the same $meta
+ * projection. */
+static int meta_sort_check(const q_proj *p, const bson_t *sort, md_error *err)
+{
+    bson_iter_t it;
+    if (!q_sort_has_meta(sort) || !bson_iter_init(&it, sort))
+        return 0;
+    while (bson_iter_next(&it)) {
+        if (!BSON_ITER_HOLDS_DOCUMENT(&it))
+            continue;
+        bool found = false;
+        for (size_t i = 0; i < p->nmeta && !found; i++)
+            found = !strcmp(p->meta[i], bson_iter_key(&it));
+        if (!found)
+            return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE,
+                         "must have $meta projection for all $meta sort keys");
+    }
+    return 0;
+}
+
 static int cursor_start(q_cursor *cur, const q_find_args *a, md_error *err)
 {
     const bson_t *doc;
@@ -465,6 +542,8 @@ static int cursor_start(q_cursor *cur, const q_find_args *a, md_error *err)
     int rc = q_proj_init_query(&cur->proj, a->projection, a->filter, err);
     if (!rc)
         rc = q_sort_check(a->sort, err);
+    if (!rc)
+        rc = meta_sort_check(&cur->proj, a->sort, err);
     if (!rc && a->filter)
         bson_copy_to(a->filter, &cur->filter);
     else

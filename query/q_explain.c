@@ -19,6 +19,7 @@
 #include <strings.h>
 
 #include "q_int.h"
+#include "q_text.h"
 
 /* What to explain: one query, however the inner command spells it. */
 typedef struct xq {
@@ -89,6 +90,8 @@ static bson_t *stage_wrap(bson_t *input, const char *name, const bson_t *extra,
  * reports its yields as saveState / restoreState (q_lock.c). */
 static bson_t *scan_stages(const q_plan *p, const bson_t *pq, const xstats *st, bool exec)
 {
+    if (p->text)
+        return q_text_explain(p, pq, st->keys, st->docs, st->matched, exec);
     bson_t x = BSON_INITIALIZER;
     bson_t *b;
     const char *dir = p->dir < 0 ? "backward" : "forward";

@@ -64,6 +64,7 @@ typedef struct q_index {
     bool hash_stale;     /* hashed: keys from before MongoDB's hash (rebuilt
                             at open, q_catalog_upgrade) */
     q_matcher *partial;  /* partialFilterExpression, owned; NULL: none */
+    struct q_text_spec *text; /* a text index's spec (q_text.h), owned; else NULL */
     eng_ss *ss;
 } q_index;
 
@@ -364,6 +365,7 @@ typedef struct q_plan {
     bool covered;    /* the projection comes from the keys: no FETCH */
     bool key_filter; /* covered, and the matcher runs on each decoded key
                         (a regex the bounds do not decide) */
+    struct q_text_plan *text; /* $text: the TEXT plan over ix (q_text_index.c), owned */
 } q_plan;
 void q_plan_cleanup(q_plan *p);
 void q_plan_copy(const q_plan *src, q_plan *dst);
@@ -403,7 +405,7 @@ typedef struct q_ridset {
     size_t n, cap;
 } q_ridset;
 
-enum q_scan_kind { Q_SCAN_COLL, Q_SCAN_INDEX };
+enum q_scan_kind { Q_SCAN_COLL, Q_SCAN_INDEX, Q_SCAN_TEXT };
 typedef struct q_scan {
     md_db *db;
     q_coll *c;
@@ -424,6 +426,9 @@ typedef struct q_scan {
     q_ridset seen;      /* rids an index scan returned (dedup) */
     bson_t kdoc;        /* a covered scan's document, decoded from the key */
     int64_t keys, docs, advanced; /* keys / documents examined, returned */
+    struct q_text_run *text;  /* Q_SCAN_TEXT: the records and their scores */
+    double text_score;        /* Q_SCAN_TEXT: the score of the last record returned */
+    int64_t text_rejected;    /* Q_SCAN_TEXT: records TEXT_MATCH dropped */
 } q_scan;
 
 typedef struct q_scan_opts {
@@ -464,6 +469,9 @@ typedef struct q_proj {
     bool positional, elem_match;
     struct q_pnode *root;
     const q_matcher *m; /* borrowed: the query, for "a.$"; set by the caller */
+    char **meta;        /* {f: {$meta: "textScore"}}: the fields f, in order */
+    size_t nmeta;
+    double text_score;  /* what they get: set by the caller before q_proj_apply */
 } q_proj;
 /* Parse a projection; `filter` (may be NULL) is the query a positional
  * projection must refer to.  BadValue for the errors of 3.6's
@@ -476,6 +484,11 @@ void q_proj_cleanup(q_proj *p);
 /* Validate a sort spec ({f: 1, g: -1}). */
 int q_sort_check(const bson_t *spec, md_error *err);
 void q_sort_docs(bson_t **docs, size_t n, const bson_t *spec);
+/* The same with each document's text score, for {f: {$meta: "textScore"}}
+ * keys (highest first); scores are permuted along with docs. */
+void q_sort_docs_scored(bson_t **docs, double *scores, size_t n, const bson_t *spec);
+/* Does a sort spec ask for {$meta: "textScore"}? */
+bool q_sort_has_meta(const bson_t *spec);
 int q_sort_cmp_docs(const bson_t *a, const bson_t *b, const bson_t *spec);
 
 /* ---- cursors (q_cursor.c) ------------------------------------------------- */

@@ -759,3 +759,17 @@ bool q_key_decode(const bson_t *pattern, const uint8_t *key, uint32_t klen, bson
     }
     return r.i == r.n;
 }
+
+bool q_key_read_number(const uint8_t *key, uint32_t klen, double *out)
+{
+    kread r = {.p = key, .n = klen};
+    uint8_t t;
+    bson_t one = BSON_INITIALIZER;
+    bson_iter_t it;
+    bool ok = kr_get(&r, &t) && t == QK_NUMBER && dec_number(&r, &one, "n") &&
+              bson_iter_init_find(&it, &one, "n");
+    if (ok)
+        *out = bson_iter_as_double(&it);
+    bson_destroy(&one);
+    return ok;
+}

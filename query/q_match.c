@@ -19,8 +19,10 @@
  * does not match it and leaves its error for q_matcher_take_error, which
  * scans (q_scan.c) check after each document so that the operation fails
  * with it, as MongoDB's does; one that fails whatever the document
- * (constants only) fails the parse.  $where, $text and geo operators are
- * NotYetImplemented (238).
+ * (constants only) fails the parse.  $text is a node that matches every
+ * document: the TEXT stage (q_text_index.c) applies it; it is refused
+ * inside $elemMatch, under $or / $nor, and twice.  $where and geo operators
+ * are NotYetImplemented (238).
  */
 #include <math.h>
 #include <string.h>
@@ -29,6 +31,7 @@
 #include "q.h"
 #include "q_path.h"
 #include "q_regex.h"
+#include "q_text.h"
 
 #define Q_MATCH_MAX_DEPTH 100
 
@@ -36,7 +39,7 @@ typedef enum q_mkind {
     QM_AND, QM_OR, QM_NOR, QM_NOT,
     QM_EQ, QM_LT, QM_LTE, QM_GT, QM_GTE,
     QM_IN, QM_EXISTS, QM_SIZE, QM_TYPE, QM_MOD,
-    QM_ELEM_OBJ, QM_ELEM_VAL, QM_REGEX, QM_EXPR,
+    QM_ELEM_OBJ, QM_ELEM_VAL, QM_REGEX, QM_EXPR, QM_TEXT,
 } q_mkind;
 
 /* Where a filter document is parsed: the query's top level, inside
@@ -448,6 +451,7 @@ static bool node_matches(const q_mnode *n, const uint8_t *data, uint32_t len, q_
         return true;
     case QM_NOT: return !node_matches(n->kid[0], data, len, NULL);
     case QM_EXPR: return expr_matches(n, data, len);
+    case QM_TEXT: return true; /* the TEXT stage decides (q_text_index.c) */
     default: return leaf_matches(n, data, len, d);
     }
 }
@@ -582,7 +586,15 @@ static int parse_top_op(const char *op, const bson_iter_t *e, q_mnode *and, int 
         return 0;
     if (!strcmp(op, "$atomic") || !strcmp(op, "$isolated"))
         return top ? 0 : bad(err, "%s has to be at the top level", "$atomic/$isolated");
-    if (!strcmp(op, "$where") || !strcmp(op, "$text") || !strcmp(op, "$jsonSchema"))
+    if (!strcmp(op, "$text")) {
+        if (level == QL_ELEM)
+            return bad(err, "%s can only be applied to the top-level document", op);
+        int rc = q_text_check(e, err);
+        if (!rc)
+            node_add(and, node_new(QM_TEXT));
+        return rc;
+    }
+    if (!strcmp(op, "$where") || !strcmp(op, "$jsonSchema"))
         return nyi(err, op);
     return bad(err, "unknown top level operator: %s", op);
 }
@@ -1009,6 +1021,9 @@ int q_matcher_new(const bson_t *filter, q_matcher **out, md_error *err)
     m->filter = filter ? bson_copy(filter) : bson_new();
     m->root = node_new(QM_AND);
     int rc = parse_doc(bson_get_data(m->filter), m->filter->len, m->root, 0, QL_TOP, err);
+    bool text;
+    if (!rc) /* one $text at most, and not under $or / $nor */
+        rc = q_text_filter_find(m->filter, NULL, &text, err);
     if (rc) {
         q_matcher_destroy(m);
         return rc;

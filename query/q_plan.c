@@ -40,6 +40,7 @@
 
 #include "q_int.h"
 #include "q_path.h"
+#include "q_text.h"
 
 #define Q_PLAN_MAX_IVALS 200
 
@@ -738,6 +739,7 @@ static int sort_direction(const q_index *ix, const bson_t *sort, uint32_t eqmask
 
 void q_plan_cleanup(q_plan *p)
 {
+    q_text_plan_free(p->text);
     if (p->bounds)
         bson_destroy(p->bounds);
     for (size_t i = 0; i < p->niv; i++)
@@ -758,6 +760,7 @@ void q_plan_copy(const q_plan *src, q_plan *dst)
     dst->iv = o.v;
     dst->niv = o.n;
     dst->bounds = NULL;
+    dst->text = q_text_plan_dup(src->text);
 }
 
 /* One interval as explain shows it; `rev`: read from the top down. */
@@ -783,7 +786,7 @@ static void show_ival(const q_ival *iv, bool rev, q_buf *out)
  * Only explain asks: rendering costs more than an _id lookup. */
 void q_plan_render_bounds(q_plan *p, const bson_t *filter)
 {
-    if (!p->ix || p->bounds)
+    if (!p->ix || p->bounds || p->text)
         return;
     kfield f[32];
     size_t nf = key_fields(&p->ix->key, f);
@@ -970,8 +973,18 @@ int q_plan_enumerate(q_coll *c, const bson_t *filter, const bson_t *sort,
                      const bson_iter_t *hint, q_plan **out, size_t *n, md_error *err)
 {
     q_plan p;
+    bson_iter_t text;
+    bool has_text;
     *out = NULL;
     *n = 0;
+    int rc = q_text_filter_find(filter, &text, &has_text, err);
+    if (rc || has_text) { /* $text: the TEXT plan, whatever the hint */
+        if (!rc && (rc = q_text_plan_make(c, filter, &text, &p, err)) == 0) {
+            p.sort_provided = !sort || bson_empty(sort);
+            plans_push(out, n, &p);
+        }
+        return rc;
+    }
     if (hint)
         return hint_plan(c, filter, sort, hint, out, n, err);
     q_index *id = c->nidx > 0 && strcmp(c->idx[0]->name, "_id_") == 0

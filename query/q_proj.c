@@ -16,6 +16,9 @@
  * (skip, limit).  $elemMatch keeps the first element matching; "a.$" keeps
  * the element the query matched (q_matcher_matches_pos), and, as in 3.6,
  * applies to every array field that has sub-fields in the projection.
+ * {f: {$meta: "textScore"}} appends f (replacing a field of that name) with
+ * the score the caller put in text_score (0 outside a $text query, as 3.x's
+ * ProjectionExec); it does not make the projection an inclusion.
  * Deviation: when a positional projection finds no matched element the field
  * is left out (MongoDB fails the query).
  */
@@ -173,6 +176,28 @@ static int parse_elem_match(q_proj *p, const char *k, const bson_iter_t *field,
     return 0;
 }
 
+/* {k: {$meta: "textScore"}} (ParsedProjection's checks). */
+static int parse_meta(q_proj *p, const char *k, const bson_iter_t *x, md_error *err)
+{
+    if (strchr(k, '.'))
+        return proj_bad(err, "field for $meta cannot be nested");
+    if (!BSON_ITER_HOLDS_UTF8(x))
+        return proj_bad(err, "unexpected argument to $meta in proj");
+    const char *what = bson_iter_utf8(x, NULL);
+    if (strcmp(what, "textScore")) {
+        static const char *const later[] = {"recordId", "indexKey", "geoNearDistance",
+                                            "geoNearPoint", "sortKey"};
+        for (size_t i = 0; i < sizeof later / sizeof later[0]; i++)
+            if (!strcmp(what, later[i]))
+                return q_err(err, MD_EINVAL, MD_CODE_NOT_YET_IMPLEMENTED,
+                             "$meta \"%s\" is not supported yet", what);
+        return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE, "unsupported $meta operator: %s", what);
+    }
+    p->meta = bson_realloc(p->meta, (p->nmeta + 1) * sizeof *p->meta);
+    p->meta[p->nmeta++] = bson_strdup(k);
+    return 0;
+}
+
 /* One field whose value is a document: {$slice}, {$elemMatch}, {$meta}. */
 static int parse_special(q_proj *p, const bson_iter_t *field, md_error *err)
 {
@@ -184,8 +209,7 @@ static int parse_special(q_proj *p, const bson_iter_t *field, md_error *err)
         if (!strcmp(bson_iter_key(&x), "$elemMatch"))
             return parse_elem_match(p, k, field, &x, err);
         if (!strcmp(bson_iter_key(&x), "$meta"))
-            return q_err(err, MD_EINVAL, MD_CODE_NOT_YET_IMPLEMENTED,
-                         "$meta projection is not supported yet");
+            return parse_meta(p, k, &x, err);
     }
     q_buf b;
     q_buf_init(&b);
@@ -296,6 +320,19 @@ void q_proj_cleanup(q_proj *p)
     pnode_free(p->root);
     p->root = NULL;
     p->active = false;
+    for (size_t i = 0; i < p->nmeta; i++)
+        bson_free(p->meta[i]);
+    bson_free(p->meta);
+    p->meta = NULL;
+    p->nmeta = 0;
+}
+
+static bool is_meta(const q_proj *p, const char *k)
+{
+    for (size_t i = 0; i < p->nmeta; i++)
+        if (!strcmp(p->meta[i], k))
+            return true;
+    return false;
 }
 
 /* ---- applying ----------------------------------------------------------------- */
@@ -416,6 +453,8 @@ void q_proj_apply(const q_proj *p, const bson_t *doc, bson_t *out)
     while (bson_iter_next(&it)) {
         const char *k = bson_iter_key(&it);
         const q_pnode *f = pnode_kid(p->root, k);
+        if (p->nmeta && is_meta(p, k))
+            continue; /* the $meta value replaces it */
         if (!strcmp(k, "_id")) {
             if (p->id)
                 bson_append_iter(out, NULL, 0, &it);
@@ -425,4 +464,6 @@ void q_proj_apply(const q_proj *p, const bson_t *doc, bson_t *out)
             append_field(&c, p->root, out, &it, k);
         }
     }
+    for (size_t i = 0; i < p->nmeta; i++)
+        BSON_APPEND_DOUBLE(out, p->meta[i], p->text_score);
 }

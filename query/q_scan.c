@@ -22,6 +22,7 @@
 
 #include "q_int.h"
 #include "q_path.h"
+#include "q_text.h"
 
 #define Q_TRIAL_RESULTS 101
 #define Q_TRIAL_WORKS 10000
@@ -291,8 +292,9 @@ static int scan_next_coll(q_scan *s, eng_rid *rid, bson_t *doc)
 
 int q_scan_next(q_scan *s, eng_rid *rid, bson_t *doc)
 {
-    int rc = s->kind == Q_SCAN_INDEX ? scan_next_index(s, rid, doc)
-                                     : scan_next_coll(s, rid, doc);
+    int rc = s->kind == Q_SCAN_TEXT    ? q_text_scan_next(s, rid, doc)
+             : s->kind == Q_SCAN_INDEX ? scan_next_index(s, rid, doc)
+                                       : scan_next_coll(s, rid, doc);
     return s->fail ? s->fail : rc;
 }
 
@@ -332,6 +334,10 @@ int q_scan_open_plan(q_scan *s, md_db *db, q_coll *c, const q_matcher *m, q_plan
     if (s->ix) {
         if ((rc = eng_ss_cursor_open(s->ix->ss, &s->sc)) != 0)
             return q_err_engine(err, rc, "opening an index cursor");
+        if (s->plan.text) {
+            s->kind = Q_SCAN_TEXT;
+            return q_text_scan_open(s, err);
+        }
         return 0;
     }
     rc = eng_rs_cursor_open(c->rs, s->plan.dir >= 0, &s->rc);
@@ -441,6 +447,8 @@ const char *q_scan_plan_name(const q_scan *s)
 {
     if (s->kind == Q_SCAN_COLL)
         return "COLLSCAN";
+    if (s->kind == Q_SCAN_TEXT)
+        return "TEXT";
     return s->plan.idhack ? "IDHACK" : "IXSCAN";
 }
 
@@ -448,12 +456,14 @@ void q_scan_save(q_scan *s)
 {
     if (s->kind == Q_SCAN_INDEX)
         eng_ss_cursor_save(s->sc);
-    else
+    else if (s->kind == Q_SCAN_COLL)
         eng_rs_cursor_save(s->rc);
 }
 
 int q_scan_restore(q_scan *s)
 {
+    if (s->kind == Q_SCAN_TEXT) /* reads records by RecordId: nothing to restore */
+        return 0;
     if (s->kind == Q_SCAN_COLL)
         return eng_rs_cursor_restore(s->rc);
     s->restored = s->started;
@@ -466,6 +476,7 @@ void q_scan_close(q_scan *s)
     eng_ss_cursor_close(s->sc);
     s->rc = NULL;
     s->sc = NULL;
+    q_text_scan_close(s);
     q_buf_cleanup(&s->last_key);
     if (s->kdoc.len)
         bson_destroy(&s->kdoc);

@@ -367,11 +367,12 @@ static void upd_state_cleanup(q_coll *c, upd_state *s)
 }
 
 /* Could u change ix's keys?  A partial index's membership depends on
- * fields outside its key, so it always could. */
+ * fields outside its key, so it always could; so do a text index's keys
+ * (its weighted fields, "$**", the language override are not its key). */
 static bool index_affected(const q_index *ix, const q_update *u)
 {
     bson_iter_t it;
-    if (ix->partial || !bson_iter_init(&it, &ix->key))
+    if (ix->partial || ix->text || !bson_iter_init(&it, &ix->key))
         return true;
     while (bson_iter_next(&it))
         if (q_update_affects(u, bson_iter_key(&it)))

@@ -59,7 +59,7 @@ for pc in minidoc minidoc-static; do
 done
 check "minidoc.pc private requires" \
     "grep -q '^Requires.private: libzstd snappy libpcre2-8\$' '$LIB/pkgconfig/minidoc.pc'"
-check "minidoc.pc private libs" "grep -q '^Libs.private: -pthread -lm\$' '$LIB/pkgconfig/minidoc.pc'"
+check "minidoc.pc private libs" "grep -q '^Libs.private: -pthread -lstemmer -lm\$' '$LIB/pkgconfig/minidoc.pc'"
 
 # ---- the README's example ----------------------------------------------------------
 section() { sed -n '/^## The C API/,/^## /p' "$README"; }
