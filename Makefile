@@ -43,11 +43,11 @@ PCDIR     ?= $(LIBDIR)/pkgconfig
 
 # lmdb is only for bench/peers (below): a machine without liblmdb-dev must
 # still get libbson's include path from this line.
-PKGS      := libbson-1.0 libzstd snappy libpcre2-8
-CPPFLAGS  += -D_GNU_SOURCE -Iinclude -Iengine -Immapv1 -Ibtree -Iquery -Ipatterns -Iserver
+PKGS      := libbson-1.0 libzstd snappy libpcre2-8 duktape
+CPPFLAGS  += -D_GNU_SOURCE -Iinclude -Iengine -Immapv1 -Ibtree -Iquery -Ijs -Ipatterns -Iserver
 CPPFLAGS  += $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 CFLAGS    += -std=c11 -Wall -Wextra -Wshadow -Wno-unused-parameter -g -pthread
-LDLIBS    += $(shell pkg-config --libs libbson-1.0 libzstd snappy libpcre2-8 2>/dev/null) -lstemmer -lm -lpthread
+LDLIBS    += $(shell pkg-config --libs libbson-1.0 libzstd snappy libpcre2-8 duktape 2>/dev/null) -lstemmer -lm -lpthread
 
 ifeq ($(MODE),debug)
   CFLAGS += -O0
@@ -65,7 +65,7 @@ ifeq ($(CI),true)
   CFLAGS += -Werror
 endif
 
-LIB_SRCS  := $(wildcard engine/*.c mmapv1/*.c btree/*.c query/*.c)
+LIB_SRCS  := $(wildcard engine/*.c mmapv1/*.c btree/*.c query/*.c js/*.c)
 LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 LIB       := $(BUILD)/libminidoc.a
 CLI       := $(BUILD)/minidoc
@@ -166,7 +166,8 @@ $(SHLIB): $(PIC_OBJS) tools/libminidoc.map
 shared: $(SHLIB)
 
 # minidoc.pc: libbson is a public dependency (minidoc.h hands out bson_t and
-# callers use libbson themselves); zstd, snappy and pcre2 are private.
+# callers use libbson themselves); zstd, snappy, pcre2 and duktape (the
+# JavaScript engine, js/) are private.
 # Rewritten on every make install, since PREFIX may differ from last time.
 .PHONY: $(PC_FILES)
 $(BUILD)/minidoc.pc $(BUILD)/minidoc-static.pc: minidoc.pc.in
@@ -179,7 +180,7 @@ $(BUILD)/minidoc.pc $(BUILD)/minidoc-static.pc: minidoc.pc.in
 	if [ $(notdir $@) = minidoc-static.pc ]; then \
 	    sed -i -e 's|^Name: minidoc|Name: minidoc-static|' \
 	        -e 's|^Libs: .*|Libs: $${libdir}/libminidoc.a -pthread -lstemmer -lm|' \
-	        -e 's|^Requires: .*|Requires: libbson-1.0 libzstd snappy libpcre2-8|' \
+	        -e 's|^Requires: .*|Requires: libbson-1.0 libzstd snappy libpcre2-8 duktape|' \
 	        -e '/^Requires.private:/d' -e '/^Libs.private:/d' $@.tmp; fi
 	mv $@.tmp $@
 

@@ -23,7 +23,7 @@
 # else it prints the exact apt-get line to run and fails (it never calls
 # sudo).  On a system without dpkg it cannot check and says so.
 set -e
-LIB_PKGS="build-essential pkg-config libbson-dev libzstd-dev libsnappy-dev libpcre2-dev libstemmer-dev libcriterion-dev tzdata zlib1g-dev"
+LIB_PKGS="build-essential pkg-config libbson-dev libzstd-dev libsnappy-dev libpcre2-dev libstemmer-dev duktape-dev libcriterion-dev tzdata zlib1g-dev"
 BENCH_PKGS="liblmdb-dev libwiredtiger-dev gnuplot-nox"
 PLOT_PKGS="gnuplot-nox"
 FUZZ_PKGS="clang libclang-rt-dev"

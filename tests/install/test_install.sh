@@ -58,7 +58,7 @@ for pc in minidoc minidoc-static; do
     check "$pc.pc has libbson" "grep -q '^Requires:.*libbson-1.0' '$LIB/pkgconfig/$pc.pc'"
 done
 check "minidoc.pc private requires" \
-    "grep -q '^Requires.private: libzstd snappy libpcre2-8\$' '$LIB/pkgconfig/minidoc.pc'"
+    "grep -q '^Requires.private: libzstd snappy libpcre2-8 duktape\$' '$LIB/pkgconfig/minidoc.pc'"
 check "minidoc.pc private libs" "grep -q '^Libs.private: -pthread -lstemmer -lm\$' '$LIB/pkgconfig/minidoc.pc'"
 
 # ---- the README's example ----------------------------------------------------------
@@ -73,7 +73,7 @@ check "README says what it prints" "[ -n \"\$want\" ]"
 # A sysroot holds the system's packages as well as ours: pkg-config prefixes
 # every -I with PKG_CONFIG_SYSROOT_DIR, libbson's too, so give the stage
 # the system's include directories of our dependencies.
-for d in $(pkg-config --cflags-only-I libbson-1.0 libzstd snappy libpcre2-8 | sed 's/-I//g'); do
+for d in $(pkg-config --cflags-only-I libbson-1.0 libzstd snappy libpcre2-8 duktape | sed 's/-I//g'); do
     [ -e "$STAGE$d" ] || { mkdir -p "$(dirname "$STAGE$d")" && ln -s "$d" "$STAGE$d"; }
 done
 
