@@ -139,6 +139,8 @@ enum md_code {
     MD_CODE_DUPLICATE_KEY = 11000,
     MD_CODE_OUT_OF_DISK_SPACE = 14031,
     MD_CODE_WRITE_CONFLICT = 112,
+    MD_CODE_MAX_TIME_MS_EXPIRED = 50,
+    MD_CODE_JS_INTERPRETER_FAILURE = 139,
 };
 
 /* The codeName MongoDB prints for a code ("BadValue"), or "Location<N>". */

@@ -140,6 +140,14 @@ void q_matcher_destroy(q_matcher *m);
  */
 bool q_matcher_take_error(md_error *err);
 /*
+ * $where calls JavaScript, which can fail (139, or 50 past the time limit):
+ * the document then does not match and the failure is left for
+ * q_matcher_take_error, as an $expr's.  q_matcher_set_js_limit sets each
+ * call's time limit (ms, 0: js.h's default); has_where: is there any?
+ */
+void q_matcher_set_js_limit(const q_matcher *m, int64_t limit_ms);
+bool q_matcher_has_where(const q_matcher *m);
+/*
  * Append to `out` the equality fields an upsert seeds its new document with
  * (top-level and dotted paths with plain values or $eq, also inside a
  * top-level $and), in filter order with _id first; dotted paths come out

@@ -275,6 +275,12 @@ int q_db_configure(md_db *db, const bson_t *opts, md_error *err)
                          "internalQueryFastPaths must be a boolean");
         db->no_fast = !bson_iter_bool(&it);
     }
+    if (opts && bson_iter_init_find(&it, opts, "jsTimeLimitMS")) {
+        if (!BSON_ITER_HOLDS_NUMBER(&it) || bson_iter_as_int64(&it) < 0)
+            return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE,
+                         "jsTimeLimitMS must be a non-negative number");
+        db->js_time_limit_ms = bson_iter_as_int64(&it);
+    }
     if (!opts || !bson_iter_init_find(&it, opts, "cursorTimeoutMillis"))
         return 0;
     int rc = cursor_timeout_value(&it, &ms, err);
@@ -381,6 +387,8 @@ static const struct {
     {"planCacheClear", q_cmd_plan_cache_clear, R},
     {"ttlMonitor", q_cmd_ttl_monitor, W},
     {"distinct", q_cmd_distinct, R},
+    {"mapReduce", q_cmd_map_reduce, R}, /* X when it writes (q_mr_writes) */
+    {"mapreduce", q_cmd_map_reduce, R},
     {"create", q_cmd_create, X},
     {"drop", q_cmd_drop, X},
     {"convertToCapped", q_cmd_convert_to_capped, X},
@@ -466,6 +474,8 @@ static int run_command(md_db *db, const bson_t *command, bson_t *reply, md_error
                      bson_iter_key(&it));
     int mode = commands[i].mode;
     if (mode == C && !BSON_ITER_HOLDS_UTF8(&it))
+        mode = X;
+    if (commands[i].fn == q_cmd_map_reduce && q_mr_writes(command))
         mode = X;
     q_op_enter(db, mode == C ? Q_OP_CREATE : mode,
                mode == C ? bson_iter_utf8(&it, NULL) : NULL, commands[i].fn != q_cmd_ttl_monitor);

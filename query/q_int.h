@@ -125,6 +125,7 @@ struct md_db {
     int64_t start_ms;
     int64_t ttl_sleep_ms; /* the TTL monitor's period (ttlMonitorSleepSecs) */
     int64_t ttl_last_ms;  /* its last pass */
+    int64_t js_time_limit_ms; /* a JavaScript call's limit (jsTimeLimitMS); 0: js.h's */
     /* q_lock.c */
     pthread_rwlock_t db_lock;   /* every command: S, or X for catalog changes */
     pthread_rwlock_t data_lock; /* lockGranularity "database": the data lock */
@@ -659,5 +660,9 @@ int q_db_configure(md_db *db, const bson_t *opts, md_error *err);
 int q_cmd_build_info(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
 int q_cmd_is_master(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
 int q_cmd_drop_database(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
+/* mapReduce (q_cmd_mapreduce.c); q_mr_writes: does it write a collection
+ * (then it runs under the exclusive database lock)? */
+int q_cmd_map_reduce(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
+bool q_mr_writes(const bson_t *cmd);
 
 #endif /* Q_INT_H */

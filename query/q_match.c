@@ -21,13 +21,17 @@
  * with it, as MongoDB's does; one that fails whatever the document
  * (constants only) fails the parse.  $text is a node that matches every
  * document: the TEXT stage (q_text_index.c) applies it; it is refused
- * inside $elemMatch, under $or / $nor, and twice.  $where and geo operators
- * are NotYetImplemented (238).
+ * inside $elemMatch, under $or / $nor, and twice.  $where (a function or a
+ * string) is a node that calls the JavaScript engine (js/js.h) with `this`
+ * the document; its context is made at the first match, and a failure (an
+ * error, a time limit) does not match and is left for q_matcher_take_error
+ * the same way.  Geo operators are NotYetImplemented (238).
  */
 #include <math.h>
 #include <string.h>
 
 #include "agg_expr.h"
+#include "js.h"
 #include "q.h"
 #include "q_path.h"
 #include "q_regex.h"
@@ -39,12 +43,21 @@ typedef enum q_mkind {
     QM_AND, QM_OR, QM_NOR, QM_NOT,
     QM_EQ, QM_LT, QM_LTE, QM_GT, QM_GTE,
     QM_IN, QM_EXISTS, QM_SIZE, QM_TYPE, QM_MOD,
-    QM_ELEM_OBJ, QM_ELEM_VAL, QM_REGEX, QM_EXPR, QM_TEXT,
+    QM_ELEM_OBJ, QM_ELEM_VAL, QM_REGEX, QM_EXPR, QM_TEXT, QM_WHERE,
 } q_mkind;
 
 /* Where a filter document is parsed: the query's top level, inside
  * $and/$or/$nor, or an $elemMatch's sub-document. */
 enum { QL_TOP, QL_NESTED, QL_ELEM };
+
+/* A $where node's JavaScript (mutable behind the const matcher). */
+typedef struct q_where {
+    js_ctx *js;
+    int fn;           /* -1 until defined */
+    int64_t limit_ms; /* a call's time limit (0: js.h's default) */
+    int rc;           /* the first failure, kept */
+    md_error err;
+} q_where;
 
 typedef struct q_mnode q_mnode;
 struct q_mnode {
@@ -62,11 +75,13 @@ struct q_mnode {
     agg_scope *scope;   /* EXPR: its variables */
     q_mnode **kid;
     size_t nkid, capkid;
+    q_where *where;     /* WHERE */
 };
 
 struct q_matcher {
     bson_t *filter;
     q_mnode *root;
+    bool has_where;
 };
 
 /* Positional details: the array offset recorded by the last leaf to match
@@ -99,6 +114,10 @@ static void node_free(q_mnode *n)
     bson_free(n->rx_flags);
     agg_expr_destroy(n->expr);
     agg_scope_destroy(n->scope);
+    if (n->where) {
+        js_ctx_destroy(n->where->js);
+        bson_free(n->where);
+    }
     if (n->has_path)
         q_path_cleanup(&n->path);
     bson_free(n);
@@ -427,9 +446,50 @@ static bool expr_matches(const q_mnode *n, const uint8_t *data, uint32_t len)
     return ok;
 }
 
+/* A $where that failed (sticky: its context may be gone) fails the
+ * operation: its error goes where an $expr's does. */
+static bool where_failed(const q_where *w)
+{
+    if (w->rc && !expr_failed) {
+        expr_err = w->err;
+        expr_failed = true;
+    }
+    return false;
+}
+
+/* $where: the function with `this` the document; false after a failure. */
+static bool where_matches(const q_mnode *n, const uint8_t *data, uint32_t len)
+{
+    q_where *w = n->where;
+    bson_t doc;
+    bool truthy = false;
+    if (w->rc || !bson_init_static(&doc, data, len))
+        return where_failed(w);
+    if (!w->js) {
+        js_opts o = {0, w->limit_ms, 0};
+        uint32_t sl = 0, scl;
+        const uint8_t *scope = NULL;
+        const char *src = BSON_ITER_HOLDS_UTF8(&n->arg) ? bson_iter_utf8(&n->arg, &sl)
+                          : BSON_ITER_HOLDS_CODE(&n->arg)
+                              ? bson_iter_code(&n->arg, &sl)
+                              : bson_iter_codewscope(&n->arg, &sl, &scl, &scope);
+        bson_t sc;
+        w->rc = js_ctx_new(&o, &w->js, &w->err);
+        if (!w->rc && scope && bson_init_static(&sc, scope, scl))
+            w->rc = js_ctx_set_globals(w->js, &sc, &w->err);
+        if (!w->rc)
+            w->rc = js_func_new(w->js, src, sl, &w->fn, &w->err);
+        if (w->rc)
+            return where_failed(w);
+    }
+    w->rc = js_func_test(w->js, w->fn, &doc, &truthy, &w->err);
+    return w->rc ? where_failed(w) : truthy;
+}
+
 static bool node_matches(const q_mnode *n, const uint8_t *data, uint32_t len, q_details *d)
 {
     switch (n->kind) {
+    case QM_WHERE: return where_matches(n, data, len);
     case QM_AND:
         for (size_t i = 0; i < n->nkid; i++) {
             if (!node_matches(n->kid[i], data, len, d)) {
@@ -454,6 +514,25 @@ static bool node_matches(const q_mnode *n, const uint8_t *data, uint32_t len, q_
     case QM_TEXT: return true; /* the TEXT stage decides (q_text_index.c) */
     default: return leaf_matches(n, data, len, d);
     }
+}
+
+static void where_limit(const q_mnode *n, int64_t limit_ms)
+{
+    if (n->kind == QM_WHERE)
+        n->where->limit_ms = limit_ms;
+    for (size_t i = 0; i < n->nkid; i++)
+        where_limit(n->kid[i], limit_ms);
+}
+
+void q_matcher_set_js_limit(const q_matcher *m, int64_t limit_ms)
+{
+    if (m && m->has_where)
+        where_limit(m->root, limit_ms);
+}
+
+bool q_matcher_has_where(const q_matcher *m)
+{
+    return m && m->has_where;
 }
 
 bool q_matcher_matches(const q_matcher *m, const bson_t *doc)
@@ -594,7 +673,20 @@ static int parse_top_op(const char *op, const bson_iter_t *e, q_mnode *and, int 
             node_add(and, node_new(QM_TEXT));
         return rc;
     }
-    if (!strcmp(op, "$where") || !strcmp(op, "$jsonSchema"))
+    if (!strcmp(op, "$where")) {
+        if (!BSON_ITER_HOLDS_UTF8(e) && !BSON_ITER_HOLDS_CODE(e) &&
+            !BSON_ITER_HOLDS_CODEWSCOPE(e))
+            return bad(err, "%s got bad type", "$where");
+        if (level == QL_ELEM)
+            return bad(err, "%s can only be applied to the top-level document", "$where");
+        q_mnode *n = node_new(QM_WHERE);
+        n->arg = *e;
+        n->where = bson_malloc0(sizeof *n->where);
+        n->where->fn = -1;
+        node_add(and, n);
+        return 0;
+    }
+    if (!strcmp(op, "$jsonSchema"))
         return nyi(err, op);
     return bad(err, "unknown top level operator: %s", op);
 }
@@ -1013,6 +1105,16 @@ static int parse_ops(const char *path, const bson_iter_t *ops, q_mnode *and, int
     return 0;
 }
 
+static bool tree_has_where(const q_mnode *n)
+{
+    if (n->kind == QM_WHERE)
+        return true;
+    for (size_t i = 0; i < n->nkid; i++)
+        if (tree_has_where(n->kid[i]))
+            return true;
+    return false;
+}
+
 int q_matcher_new(const bson_t *filter, q_matcher **out, md_error *err)
 {
     assert(out);
@@ -1028,6 +1130,7 @@ int q_matcher_new(const bson_t *filter, q_matcher **out, md_error *err)
         q_matcher_destroy(m);
         return rc;
     }
+    m->has_where = tree_has_where(m->root);
     *out = m;
     return 0;
 }

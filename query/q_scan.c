@@ -414,6 +414,7 @@ int q_scan_open_opts(q_scan *s, md_db *db, q_coll *c, const bson_t *filter,
     static const q_scan_opts none;
     if (!o)
         o = &none;
+    q_matcher_set_js_limit(m, db->js_time_limit_ms);
     int rc = q_plan_enumerate(c, filter, o->sort, o->hint, &v, &n, err);
     if (rc) {
         memset(s, 0, sizeof *s);
