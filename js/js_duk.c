@@ -267,21 +267,12 @@ static void on_fatal(void *u, const char *msg)
     abort();
 }
 
-/* Text of the error at the top of the stack (name: message, line). */
+/* Text of the error at the top of the stack ("TypeError: ...": syntax
+ * errors carry their line; a runtime error's lineNumber is left out, since
+ * for errors thrown by natives it is a line of the C source). */
 static void error_text(js_ctx *c)
 {
-    duk_context *d = c->duk;
-    int line = 0;
-    if (duk_is_error(d, -1)) {
-        duk_get_prop_string(d, -1, "lineNumber");
-        line = duk_is_number(d, -1) ? duk_get_int(d, -1) : 0;
-        duk_pop(d);
-    }
-    const char *s = duk_safe_to_string(d, -1);
-    if (line > 0 && !strstr(s, "(line "))
-        snprintf(c->errmsg, sizeof c->errmsg, "%s (line %d)", s, line);
-    else
-        snprintf(c->errmsg, sizeof c->errmsg, "%s", s);
+    snprintf(c->errmsg, sizeof c->errmsg, "%s", duk_safe_to_string(c->duk, -1));
 }
 
 /*
