@@ -24,6 +24,9 @@
  *   duk_safe_call(...)                   engine, our conversions, natives
  *   in_js = 0
  *
+ *   The timer ticks from the first call until the context has been idle
+ *   for three ticks (then the tick disarms itself; the next call re-arms).
+ *
  *   tick (every JS_TICK_MS, on the owning thread): if a limit passed, set
  *   expired; if also in_js, native_depth == 0 and the interrupted PC lies
  *   in libduktape's text, siglongjmp back to js_run, which frees every
@@ -201,6 +204,14 @@ static void on_tick(int sig, siginfo_t *si, void *ucv)
             siglongjmp(c->jb, 1);
         }
     }
+    if (!c->in_js && now - c->last_end_ns > 3 * JS_TICK_MS * 1000000LL) {
+        /* idle (a cursor waiting for its getMore): stop ticking, so that
+         * the thread's own system calls are left alone; js_run re-arms */
+        struct itimerspec off;
+        memset(&off, 0, sizeof off);
+        c->armed = 0;
+        timer_settime(c->timer, 0, &off, NULL);
+    }
     errno = saved;
 }
 
@@ -227,12 +238,19 @@ static int timer_bind(js_ctx *c)
     if (timer_create(CLOCK_MONOTONIC, &sev, &c->timer) != 0)
         return -1;
     c->timer_ok = true;
+    c->armed = 0;
     c->owner = pthread_self();
+    return 0;
+}
+
+/* Start ticking (in_js is already set: the tick cannot disarm it now). */
+static void timer_arm(js_ctx *c)
+{
     struct itimerspec its;
     memset(&its, 0, sizeof its);
     its.it_value.tv_nsec = its.it_interval.tv_nsec = JS_TICK_MS * 1000000L;
+    c->armed = 1;
     timer_settime(c->timer, 0, &its, NULL);
-    return 0;
 }
 
 static void timer_unbind(js_ctx *c)
@@ -300,6 +318,7 @@ static int js_run(js_ctx *c, duk_safe_call_function fn, void *u, md_error *err)
     c->call_start_ns = mono_ns();
     if (sigsetjmp(c->jb, 0)) {
         c->in_js = 0;
+        c->last_end_ns = mono_ns();
         c->native_depth = 0;
         heap_drop(c);
         c->dead = true;
@@ -308,10 +327,13 @@ static int js_run(js_ctx *c, duk_safe_call_function fn, void *u, md_error *err)
                            : js_err_time_limit(err);
     }
     c->in_js = 1;
+    if (!c->armed)
+        timer_arm(c);
     duk_int_t rc = duk_safe_call(c->duk, fn, u, 0, 1);
     if (rc != DUK_EXEC_SUCCESS && !c->emit_failed && !c->errmsg[0])
         error_text(c);
     c->in_js = 0;
+    c->last_end_ns = mono_ns();
     duk_pop(c->duk);
     if (rc == DUK_EXEC_SUCCESS && !c->errmsg[0])
         return 0;

@@ -52,6 +52,8 @@ struct js_ctx {
     volatile sig_atomic_t in_js;        /* inside the engine (signal may abandon) */
     volatile sig_atomic_t native_depth; /* inside a callback of ours */
     volatile sig_atomic_t expired;      /* a limit passed */
+    volatile sig_atomic_t armed;        /* the timer ticks */
+    volatile int64_t last_end_ns;       /* when the last call ended */
     sigjmp_buf jb;
     bool dead;                          /* heap abandoned */
     bool timer_ok;

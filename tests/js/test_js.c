@@ -267,6 +267,10 @@ Test(js, deep_recursion_and_cycles_and_memory)
     js_ctx *c = ctx(0, 0, 16u << 20);
     expect_error(c, "function () { function f(n) { return 1 + f(n + 1); } return f(0); }", NULL,
                  139, "RangeError");
+    /* recursion through a native (forEach) nests C frames: Duktape's own
+     * C depth limit stops it */
+    expect_error(c, "function () { function g(n) { [1].forEach(function () { g(n + 1); }); }"
+                    " g(0); }", NULL, 139, "RangeError");
     expect_error(c, "function () { var a = {}; a.self = a; return a; }", NULL, 139, "depth");
     expect_error(c, "function () { var a = []; for (;;) a.push(new Array(1000).join('x') +"
                     " a.length); }", NULL, 139, NULL);
