@@ -310,7 +310,9 @@ Test(q_match, parse_errors_carry_mongodb_codes)
     parse_error("{\"a\": {\"$where\": 1}}", MD_CODE_BAD_VALUE, "$where cannot be applied to a field");
     parse_error("{\"a\": {\"$regularExpression\": {\"pattern\": \"(\", \"options\": \"\"}}}",
                 MD_CODE_BAD_VALUE, NULL);
-    parse_error("{\"$where\": \"true\"}", MD_CODE_NOT_YET_IMPLEMENTED, NULL);
+    parse_error("{\"$where\": 5}", MD_CODE_BAD_VALUE, "$where got bad type");
+    parse_error("{\"a\": {\"$elemMatch\": {\"$where\": \"true\"}}}", MD_CODE_BAD_VALUE,
+                "$where can only be applied to the top-level document");
     parse_error("{\"$or\": [{\"a\": {\"$bad\": 1}}]}", MD_CODE_BAD_VALUE, "unknown operator: $bad");
     bson_t *f = type_filter("foo", 0);
     parse_error_bson(f, "$type foo", MD_CODE_BAD_VALUE, "Unknown type name alias: foo");
