@@ -25,6 +25,8 @@
  *   q_hash.c     MongoDB's hash of an element (MD5), the hashed index key
  *   q_gridfs.c   GridFS (md_gridfs_*): files in fs.files / fs.chunks, over the
  *                public collection API as a driver would
+ *   q_geo*.c     2d and 2dsphere indexes and the geo operators (q_geo.h):
+ *                geometry, GeoHash, S2 cells, the near search
  *   q_arena.c    per-thread memory for one operation's temporary objects
  *   q_cmd*.c     the command dispatcher and each command's reply
  *   q_plan.c     the planner: index bounds, candidate plans, covered queries

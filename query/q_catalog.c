@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "q_geo.h"
 #include "q_int.h"
 #include "q_path.h"
 #include "q_text.h"
@@ -321,6 +322,13 @@ q_index *q_index_new(const bson_t *spec, const char *ident)
     bson_iter_t kt;
     if (bson_iter_init(&kt, &ix->key) && bson_iter_next(&kt) && BSON_ITER_HOLDS_UTF8(&kt))
         ix->hashed = strcmp(bson_iter_utf8(&kt, NULL), "hashed") == 0;
+    q_geo_params gp;
+    q_geo_params_init(&gp, spec);
+    if (gp.kind) {
+        ix->gp = malloc(sizeof *ix->gp);
+        assert(ix->gp);
+        *ix->gp = gp;
+    }
     if (bson_iter_init_find(&it, spec, "partialFilterExpression") &&
         BSON_ITER_HOLDS_DOCUMENT(&it)) {
         const uint8_t *data;
@@ -344,6 +352,7 @@ void q_index_free(q_index *ix)
         return;
     q_matcher_destroy(ix->partial);
     q_text_spec_free(ix->text);
+    free(ix->gp);
     eng_ss_close(ix->ss);
     bson_destroy(&ix->key);
     bson_destroy(&ix->spec);
@@ -860,6 +869,8 @@ int q_index_doc_keys(const q_index *ix, const bson_t *doc, q_keyset *out, md_err
         return hashed_keys(ix, doc, out, err);
     if (ix->text)
         return q_text_index_keys(ix, doc, out, err);
+    if (ix->gp)
+        return q_geo_doc_keys(ix, doc, out, err);
     return q_index_keys(&ix->key, doc, ix->sparse, out, err);
 }
 

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "q_geo.h"
 #include "q_int.h"
 #include "q_text.h"
 
@@ -381,6 +382,8 @@ static int check_key_pattern(const bson_t *key, md_error *err)
                              "Currently only single field hashed index supported.");
             continue;
         }
+        if (BSON_ITER_HOLDS_UTF8(&it) && q_geo_index_kind(bson_iter_utf8(&it, NULL)))
+            continue;
         if (BSON_ITER_HOLDS_UTF8(&it))
             return q_err(err, MD_ENOTSUP, MD_CODE_CANNOT_CREATE_INDEX,
                          "index type '%s' is not supported yet", bson_iter_utf8(&it, NULL));
@@ -419,6 +422,7 @@ typedef struct idx_req {
     bool unique, sparse, has_partial;
     int64_t expire; /* expireAfterSeconds, -1: none */
     bson_t partial; /* partialFilterExpression (a view into the command) */
+    bson_t whole;   /* the whole spec (a view into the command) */
 } idx_req;
 
 /* MongoDB 3.6's partial filters: equalities, $exists: true, ranges, $type,
@@ -517,7 +521,7 @@ static int parse_spec_field(bson_iter_t *it, idx_req *r, bool *have_key, md_erro
         return 0;
     }
     if (!strcmp(k, "v") || !strcmp(k, "ns") || !strcmp(k, "background") ||
-        q_text_is_option(k))
+        q_text_is_option(k) || q_geo_is_option(k))
         return 0;
     return q_err(err, MD_ENOTSUP, MD_CODE_CANNOT_CREATE_INDEX,
                  "index option '%s' is not supported yet", k);
@@ -534,8 +538,19 @@ static int parse_spec(const bson_iter_t *el, idx_req *r, md_error *err)
         return q_err(err, MD_EINVAL, MD_CODE_TYPE_MISMATCH,
                      "The elements of 'indexes' must be objects");
     bson_iter_recurse(el, &it);
+    {
+        const uint8_t *data;
+        uint32_t len;
+        bson_iter_document(el, &len, &data);
+        bson_init_static(&r->whole, data, len);
+    }
     while (bson_iter_next(&it)) {
         int rc = parse_spec_field(&it, r, &have_key, err);
+        if (rc)
+            return rc;
+    }
+    if (have_key) {
+        int rc = q_geo_check_spec(&r->key, &r->whole, err);
         if (rc)
             return rc;
     }
@@ -584,6 +599,7 @@ static bson_t *spec_doc(const idx_req *r, const char *ns)
         BSON_APPEND_DOCUMENT(s, "partialFilterExpression", &r->partial);
     if (r->text)
         bson_concat(s, &r->topts);
+    q_geo_spec_append(&r->key, &r->whole, s);
     return s;
 }
 

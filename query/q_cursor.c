@@ -41,6 +41,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "q_geo.h"
 #include "q_int.h"
 #include "q_path.h"
 
@@ -555,6 +556,18 @@ static int cursor_start(q_cursor *cur, const q_find_args *a, md_error *err)
         return rc;
     if (a->tailable)
         return tail_start(cur, err);
+    /* $near / $nearSphere: the near stage's results, sorted by distance
+     * (all of them when another sort follows) */
+    bool sorted = a->sort && !bson_empty(a->sort);
+    rc = q_geo_near_run(cur->db, cur->c, cur->m, a->limit && !sorted ? a->limit + a->skip : 0,
+                        &cur->docs, &cur->ndocs, NULL, NULL, err);
+    if (rc != Q_GEO_NOT_NEAR) {
+        if (!rc && sorted)
+            q_sort_docs(cur->docs, cur->ndocs, a->sort);
+        for (int64_t i = 0; !rc && i < a->skip && cursor_next(cur, &doc, &rid) == 0; i++)
+            ;
+        return rc;
+    }
     q_scan_opts so = {.sort = a->sort, .hint = a->hint, .proj = a->projection};
     rc = q_scan_open_opts(&cur->scan, cur->db, cur->c, &cur->filter, cur->m, &so, err);
     cur->has_scan = true;

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "q_geo.h"
 #include "q_int.h"
 #include "q_text.h"
 
@@ -106,6 +107,17 @@ static bson_t *scan_stages(const q_plan *p, const bson_t *pq, const xstats *st, 
         if (exec)
             BSON_APPEND_INT64(&x, "docsExamined", st->docs);
         b = stage_wrap(NULL, "COLLSCAN", &x, st->matched, exec);
+    } else if (p->geo_near) { /* q_geo_near.c */
+        BSON_APPEND_DOCUMENT(&x, "keyPattern", &p->ix->key);
+        BSON_APPEND_UTF8(&x, "indexName", p->ix->name);
+        if (p->bounds)
+            BSON_APPEND_DOCUMENT(&x, "indexBounds", p->bounds);
+        if (exec) {
+            BSON_APPEND_INT64(&x, "keysExamined", st->keys);
+            BSON_APPEND_INT64(&x, "docsExamined", st->docs);
+        }
+        b = stage_wrap(NULL, p->ix->gp->kind == Q_GEO_2D ? "GEO_NEAR_2D" : "GEO_NEAR_2DSPHERE",
+                       &x, st->matched, exec);
     } else if (p->idhack) {
         if (exec) {
             BSON_APPEND_INT64(&x, "keysExamined", st->keys);

@@ -65,6 +65,8 @@ typedef struct q_index {
                             at open, q_catalog_upgrade) */
     q_matcher *partial;  /* partialFilterExpression, owned; NULL: none */
     struct q_text_spec *text; /* a text index's spec (q_text.h), owned; else NULL */
+    struct q_geo_params *gp; /* 2d / 2dsphere: the geo parameters, owned
+                                (q_geo.h); NULL for other indexes */
     eng_ss *ss;
 } q_index;
 
@@ -367,6 +369,7 @@ typedef struct q_plan {
     bool key_filter; /* covered, and the matcher runs on each decoded key
                         (a regex the bounds do not decide) */
     struct q_text_plan *text; /* $text: the TEXT plan over ix (q_text_index.c), owned */
+    bool geo_near;   /* a $near over a geo index (explain: GEO_NEAR_*) */
 } q_plan;
 void q_plan_cleanup(q_plan *p);
 void q_plan_copy(const q_plan *src, q_plan *dst);

@@ -25,7 +25,9 @@
  * string) is a node that calls the JavaScript engine (js/js.h) with `this`
  * the document; its context is made at the first match, and a failure (an
  * error, a time limit) does not match and is left for q_matcher_take_error
- * the same way.  Geo operators are NotYetImplemented (238).
+ * the same way.  Geo operators are a QM_GEO leaf whose predicate q_geo.c
+ * parses and evaluates; a $near / $nearSphere must be a top-level leaf, at
+ * most one.
  */
 #include <math.h>
 #include <string.h>
@@ -33,6 +35,7 @@
 #include "agg_expr.h"
 #include "js.h"
 #include "q.h"
+#include "q_geo.h"
 #include "q_path.h"
 #include "q_regex.h"
 #include "q_text.h"
@@ -43,7 +46,7 @@ typedef enum q_mkind {
     QM_AND, QM_OR, QM_NOR, QM_NOT,
     QM_EQ, QM_LT, QM_LTE, QM_GT, QM_GTE,
     QM_IN, QM_EXISTS, QM_SIZE, QM_TYPE, QM_MOD,
-    QM_ELEM_OBJ, QM_ELEM_VAL, QM_REGEX, QM_EXPR, QM_TEXT, QM_WHERE,
+    QM_ELEM_OBJ, QM_ELEM_VAL, QM_REGEX, QM_EXPR, QM_TEXT, QM_WHERE, QM_GEO,
 } q_mkind;
 
 /* Where a filter document is parsed: the query's top level, inside
@@ -73,6 +76,7 @@ struct q_mnode {
     size_t nre;
     agg_expr *expr;     /* EXPR: the expression */
     agg_scope *scope;   /* EXPR: its variables */
+    q_geo_pred *geo;    /* GEO: the predicate (q_geo.c) */
     q_mnode **kid;
     size_t nkid, capkid;
     q_where *where;     /* WHERE */
@@ -118,6 +122,7 @@ static void node_free(q_mnode *n)
         js_ctx_destroy(n->where->js);
         bson_free(n->where);
     }
+    q_geo_pred_free(n->geo);
     if (n->has_path)
         q_path_cleanup(&n->path);
     bson_free(n);
@@ -367,6 +372,7 @@ static bool leaf_single(const q_mnode *n, const bson_iter_t *e)
     case QM_TYPE: return type_single(n, e);
     case QM_MOD: return mod_single(n, e);
     case QM_REGEX: return regex_single(n, e);
+    case QM_GEO: return e && q_geo_pred_match(n->geo, e);
     case QM_ELEM_OBJ:
     case QM_ELEM_VAL: return elem_single(n, e, NULL);
     case QM_NOT: return !leaf_single(n->kid[0], e);
@@ -1071,13 +1077,52 @@ static int parse_op(const char *path, const bson_iter_t *e, q_mnode *and, int de
     if (!strcmp(op, "$where"))
         return bad(err, "%s cannot be applied to a field", "$where");
     static const char *const later[] = {
-        "$geoWithin", "$geoIntersects", "$near", "$nearSphere",
-        "$within", "$bitsAllSet", "$bitsAllClear", "$bitsAnySet", "$bitsAnyClear",
+        "$bitsAllSet", "$bitsAllClear", "$bitsAnySet", "$bitsAnyClear",
         "$_internalSchemaType"};
     for (size_t i = 0; i < sizeof later / sizeof later[0]; i++)
         if (!strcmp(op, later[i]))
             return nyi(err, op);
     return bad(err, "unknown operator: %s", op);
+}
+
+/* An operator document holding a geo operator: one GEO leaf (q_geo.c
+ * parses the whole document: $near takes its $maxDistance siblings). */
+static int parse_geo(const char *path, const bson_iter_t *ops, q_mnode *and, md_error *err)
+{
+    q_geo_pred *g = NULL;
+    int rc = q_geo_pred_parse(ops, &g, err);
+    if (rc)
+        return rc;
+    q_mnode *n = leaf_new(QM_GEO, path, ops);
+    n->geo = g;
+    g->path = strdup(path);
+    node_add(and, n);
+    return 0;
+}
+
+/* Near predicates: at most one, a leaf of the top-level AND. */
+static int count_near(const q_mnode *n, bool top, int *count, md_error *err)
+{
+    if (n->kind == QM_GEO && n->geo->op == QGP_NEAR) {
+        if (!top)
+            return bad(err, "%s", "geoNear must be top-level expr");
+        if (++*count > 1)
+            return bad(err, "%s", "Too many geoNear expressions");
+    }
+    for (size_t i = 0; i < n->nkid; i++) {
+        int rc = count_near(n->kid[i], false, count, err);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+const q_geo_pred *q_matcher_near(const q_matcher *m)
+{
+    for (size_t i = 0; m && i < m->root->nkid; i++)
+        if (m->root->kid[i]->kind == QM_GEO && m->root->kid[i]->geo->op == QGP_NEAR)
+            return m->root->kid[i]->geo;
+    return NULL;
 }
 
 static int parse_ops(const char *path, const bson_iter_t *ops, q_mnode *and, int depth,
@@ -1089,6 +1134,10 @@ static int parse_ops(const char *path, const bson_iter_t *ops, q_mnode *and, int
     bool regex_done = false;
     if (!bson_iter_recurse(ops, &x))
         return md_error_set(err, MD_EINVAL, MD_CODE_INVALID_BSON, "invalid BSON in filter");
+    while (bson_iter_next(&x))
+        if (q_geo_is_op(bson_iter_key(&x)))
+            return parse_geo(path, ops, and, err);
+    bson_iter_recurse(ops, &x);
     while (bson_iter_next(&x)) {
         const char *k = bson_iter_key(&x);
         int rc = 0;
@@ -1126,6 +1175,9 @@ int q_matcher_new(const bson_t *filter, q_matcher **out, md_error *err)
     bool text;
     if (!rc) /* one $text at most, and not under $or / $nor */
         rc = q_text_filter_find(m->filter, NULL, &text, err);
+    int near = 0;
+    for (size_t i = 0; !rc && i < m->root->nkid; i++)
+        rc = count_near(m->root->kid[i], m->root->kid[i]->kind == QM_GEO, &near, err);
     if (rc) {
         q_matcher_destroy(m);
         return rc;

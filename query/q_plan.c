@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "q_geo.h"
 #include "q_int.h"
 #include "q_path.h"
 #include "q_text.h"
@@ -669,6 +670,11 @@ static void index_bounds(const q_index *ix, const bson_t *filter, q_plan *p, boo
         *sparse_ok = *leading;
         return;
     }
+    if (ix->gp) { /* q_geo_index.c */
+        oil_cleanup(&cur);
+        *leading = *sparse_ok = q_geo_bounds(ix, filter, p);
+        return;
+    }
     for (size_t i = 0; i < nf; i++) {
         oil o;
         oil_init(&o, true);
@@ -794,7 +800,7 @@ void q_plan_render_bounds(q_plan *p, const bson_t *filter)
     char k[24];
     q_buf_init(&s);
     p->bounds = bson_new();
-    if (p->ix->hashed) { /* shown by hash, as MongoDB shows them */
+    if (p->ix->hashed || p->ix->gp) { /* shown by hash / cell, as MongoDB shows them */
         bson_iter_t it;
         bson_t arr;
         bson_iter_init(&it, &p->ix->key);
@@ -985,6 +991,9 @@ int q_plan_enumerate(q_coll *c, const bson_t *filter, const bson_t *sort,
         }
         return rc;
     }
+    int g = q_geo_near_plan(c, filter, out, n, err);
+    if (g != Q_GEO_NOT_NEAR)
+        return g;
     if (hint)
         return hint_plan(c, filter, sort, hint, out, n, err);
     q_index *id = c->nidx > 0 && strcmp(c->idx[0]->name, "_id_") == 0
@@ -1102,7 +1111,7 @@ bool q_plan_covers(q_plan *p, const bson_t *filter, const bson_t *proj)
     kfield f[32];
     bson_iter_t it;
     bool id_out = false, any = false;
-    if (!p->ix || p->idhack || Q_MULTIKEY(p->ix) || p->ix->hashed || !proj || !bson_iter_init(&it, proj))
+    if (!p->ix || p->idhack || Q_MULTIKEY(p->ix) || p->ix->hashed || p->ix->gp || !proj || !bson_iter_init(&it, proj))
         return false;
     size_t nf = key_fields(&p->ix->key, f);
     while (bson_iter_next(&it)) {
