@@ -188,11 +188,39 @@ out:
     return rc;
 }
 
+/* Does the filter name $near / $nearSphere in a field's operators (at the
+ * top level or one $and down)?  A cheap look before parsing it. */
+static bool mentions_near(const bson_t *filter, int depth)
+{
+    bson_iter_t it, x;
+    if (!filter || depth > 2 || !bson_iter_init(&it, filter))
+        return false;
+    while (bson_iter_next(&it)) {
+        if (!BSON_ITER_HOLDS_DOCUMENT(&it) && !BSON_ITER_HOLDS_ARRAY(&it))
+            continue;
+        bson_iter_recurse(&it, &x);
+        while (bson_iter_next(&x)) {
+            const char *k = bson_iter_key(&x);
+            if (!strcmp(k, "$near") || !strcmp(k, "$nearSphere"))
+                return true;
+            if (BSON_ITER_HOLDS_DOCUMENT(&x) && !strcmp(bson_iter_key(&it), "$and")) {
+                const uint8_t *d;
+                uint32_t l;
+                bson_t sub;
+                bson_iter_document(&x, &l, &d);
+                if (bson_init_static(&sub, d, l) && mentions_near(&sub, depth + 1))
+                    return true;
+            }
+        }
+    }
+    return false;
+}
+
 int q_geo_near_plan(q_coll *c, const bson_t *filter, q_plan **out, size_t *n, md_error *err)
 {
     q_matcher *m = NULL;
     q_index *ix;
-    if (!filter || q_matcher_new(filter, &m, NULL))
+    if (!mentions_near(filter, 0) || q_matcher_new(filter, &m, NULL))
         return Q_GEO_NOT_NEAR;
     const q_geo_pred *p = q_matcher_near(m);
     int rc = p ? q_geo_near_index(c, p, p->path, &ix, err) : Q_GEO_NOT_NEAR;
