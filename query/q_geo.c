@@ -505,8 +505,6 @@ void q_geo_cap(const q_geo *g, q_geo_vec *center, double *angle)
     if (g->nkids) {
         q_geo_pt *all = NULL;
         size_t n = 0;
-        q_geo stack = {0};
-        (void)stack;
         /* gather every vertex of the kids */
         for (size_t i = 0; i < g->nkids; i++) {
             q_geo_vec c;
