@@ -113,11 +113,13 @@ int md_db_open(const char *path, const bson_t *opts, md_db **out, md_error *err)
     md_db *db = calloc(1, sizeof *db);
     assert(db);
     db->ops = ops;
+    db->path = strdup(path);
     snprintf(db->name, sizeof db->name, "%s", name);
     db->start_ms = q_now_ms();
     db->cursor_seed = (uint64_t)db->start_ms * 2654435761u ^ (uint64_t)getpid() ^
                       (uint64_t)(uintptr_t)db;
     if ((rc = q_db_configure(db, opts, err)) != 0 || (rc = q_lock_init(db, opts, err)) != 0) {
+        free(db->path);
         free(db);
         return rc;
     }
@@ -125,6 +127,7 @@ int md_db_open(const char *path, const bson_t *opts, md_db **out, md_error *err)
     if (rc) {
         q_err_engine(err, rc, "opening the storage engine");
         q_lock_destroy(db);
+        free(db->path);
         free(db);
         return rc;
     }
@@ -133,6 +136,7 @@ int md_db_open(const char *path, const bson_t *opts, md_db **out, md_error *err)
     if (rc) {
         eng_close(db->eng);
         q_lock_destroy(db);
+        free(db->path);
         free(db);
         return rc;
     }
@@ -149,6 +153,7 @@ void md_db_close(md_db *db)
     q_catalog_unload(db);
     eng_close(db->eng);
     q_lock_destroy(db);
+    free(db->path);
     free(db);
 }
 
