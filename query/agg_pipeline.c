@@ -162,16 +162,18 @@ typedef struct src_coll {
     q_coll *c;
     q_scan scan;
     bool open, done, sort_provided;
+    bool fresh; /* opened, not yet pulled: the collection lock is still held */
 } src_coll;
 
 static void src_coll_close(src_coll *s)
 {
     if (s->open) {
-        q_coll_lock(s->base.ctx->db, s->c, false);
+        if (!s->fresh)
+            q_coll_lock(s->base.ctx->db, s->c, false);
         q_scan_close(&s->scan);
         q_coll_unlock(s->base.ctx->db, s->c);
     }
-    s->open = false;
+    s->open = s->fresh = false;
     q_matcher_destroy(s->m);
     s->m = NULL;
 }
@@ -190,13 +192,15 @@ static int src_coll_open(src_coll *s, md_error *err)
     q_scan_opts o = {.sort = s->has_sort ? &s->sort : NULL, .proj = s->has_proj ? &s->proj : NULL};
     q_coll_lock(db, s->c, false);
     rc = q_scan_open_opts(&s->scan, db, s->c, &s->run, s->m, &o, err);
-    if (rc == 0) {
-        s->open = true;
-        s->sort_provided = s->has_sort && s->scan.plan.sort_provided;
-        q_scan_save(&s->scan);
+    if (rc) {
+        q_coll_unlock(db, s->c);
+        return rc;
     }
-    q_coll_unlock(db, s->c);
-    return rc;
+    /* the lock stays until the first pull, which comes next: every stage
+     * pulls from its source before it touches another collection */
+    s->open = s->fresh = true;
+    s->sort_provided = s->has_sort && s->scan.plan.sort_provided;
+    return 0;
 }
 
 static int src_coll_next(agg_stage *st, bson_t **out, md_error *err)
@@ -212,8 +216,13 @@ static int src_coll_next(agg_stage *st, bson_t **out, md_error *err)
         return rc;
     if (s->done)
         return MD_NOTFOUND;
-    q_coll_lock(db, s->c, false);
-    rc = q_scan_restore(&s->scan);
+    if (s->fresh) {
+        s->fresh = false;
+        rc = 0;
+    } else {
+        q_coll_lock(db, s->c, false);
+        rc = q_scan_restore(&s->scan);
+    }
     if (rc == 0)
         rc = q_scan_next(&s->scan, &rid, &view);
     if (rc == 0) {

@@ -545,12 +545,11 @@ static int graph_option(agg_ctx *ctx, st_graph *s, const bson_iter_t *it, md_err
         if (!BSON_ITER_HOLDS_DOCUMENT(it))
             return q_err(err, MD_EINVAL, 40185, "restrictSearchWithMatch must be an object, "
                          "found %s", q_type_name(bson_iter_type(it)));
+        bson_t view;
         bson_iter_document(it, &l, &d);
+        bson_init_static(&view, d, l);
         bson_destroy(&s->restrict_match);
-        bson_init_static(&s->restrict_match, d, l);
-        bson_t copy;
-        bson_copy_to(&s->restrict_match, &copy);
-        s->restrict_match = copy;
+        bson_copy_to(&view, &s->restrict_match);
         q_matcher *m;
         int rc = q_matcher_new(&s->restrict_match, &m, err);
         q_matcher_destroy(m);
