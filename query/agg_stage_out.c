@@ -162,11 +162,11 @@ int agg_parse_out(agg_ctx *ctx, const bson_iter_t *spec, agg_list *out, md_error
         return q_err(err, MD_EINVAL, 16990, "$out only supports a string argument, not %s",
                      q_type_name(bson_iter_type(spec)));
     const char *name = bson_iter_utf8(spec, NULL);
+    if (strncmp(name, "system.", 7) == 0)
+        return q_err(err, MD_EINVAL, 17385, "Can't $out to special collection: %s", name);
     int rc = q_ns_make(ctx->db, name, ns, err);
     if (rc)
         return rc;
-    if (strncmp(name, "system.", 7) == 0)
-        return q_err(err, MD_EINVAL, 17385, "Can't $out to special collection: %s", name);
     st_out *s = agg_stage_alloc(sizeof *s, &out_ops, ctx, "$out", spec);
     s->coll = strdup(name);
     agg_list_push(out, &s->base);
@@ -202,7 +202,7 @@ static int coll_stats_next(agg_stage *st, bson_t **out, md_error *err)
     if ((s->storage || s->count) && !c) {
         bson_destroy(o);
         *out = NULL;
-        return q_err(err, MD_NOTFOUND, MD_CODE_NAMESPACE_NOT_FOUND, "Unable to retrieve %s in "
+        return q_err(err, MD_ERROR, MD_CODE_NAMESPACE_NOT_FOUND, "Unable to retrieve %s in "
                      "$collStats stage :: caused by :: Collection [%s] not found.",
                      s->storage ? "storageStats" : "count", ns);
     }
