@@ -1,6 +1,7 @@
 /*
  * agg_stage_basic.c -- the pipeline's row stages: $match (the find
- * matcher, q_match.c), $limit, $skip, $sort (through the external sorter,
+ * matcher, q_match.c; a top-level $expr evaluated in the pipeline's own
+ * scope, so that $lookup's let variables reach it), $limit, $skip, $sort (through the external sorter,
  * agg_spill.c: top-k when a $limit follows, spilled runs past the memory
  * limit with allowDiskUse), $count, $unwind and $sample.  Errors carry
  * MongoDB 4.0's codes and messages.
@@ -16,8 +17,9 @@
 
 typedef struct st_match {
     agg_stage base;
-    bson_t filter;
+    bson_t filter; /* without a top-level $expr */
     q_matcher *m;
+    agg_expr *expr; /* a top-level $expr, in the pipeline's scope, or NULL */
 } st_match;
 
 static int match_next(agg_stage *st, bson_t **out, md_error *err)
@@ -27,9 +29,20 @@ static int match_next(agg_stage *st, bson_t **out, md_error *err)
         int rc = agg_pull(st, out, err);
         if (rc)
             return rc;
-        if (q_matcher_matches(s->m, *out))
+        bool ok = q_matcher_matches(s->m, *out);
+        if (ok && s->expr) {
+            bson_value_t v;
+            agg_vars_set_root(&st->ctx->vars, *out);
+            rc = agg_expr_eval(s->expr, &st->ctx->vars, &v, err);
+            ok = rc == 0 && agg_value_truthy(&v);
+            agg_value_destroy(&v);
+        }
+        if (ok)
             return 0;
         bson_destroy(*out);
+        *out = NULL;
+        if (rc)
+            return rc;
     }
 }
 
@@ -37,6 +50,7 @@ static void match_destroy(agg_stage *st)
 {
     st_match *s = (st_match *)st;
     q_matcher_destroy(s->m);
+    agg_expr_destroy(s->expr);
     bson_destroy(&s->filter);
 }
 
@@ -52,8 +66,19 @@ int agg_match_new(agg_ctx *ctx, const bson_t *filter, agg_stage **out, md_error 
     bson_iter_next(&it);
     st_match *s = agg_stage_alloc(sizeof *s, &match_ops, ctx, "$match", &it);
     bson_destroy(&spec);
-    bson_copy_to(filter, &s->filter);
-    int rc = q_matcher_new(&s->filter, &s->m, err);
+    /* a top-level $expr is evaluated by the stage, in the pipeline's scope,
+     * so that it sees $lookup's let variables; the rest is the matcher's */
+    int rc = 0;
+    bson_init(&s->filter);
+    bson_iter_init(&it, filter);
+    while (rc == 0 && bson_iter_next(&it)) {
+        if (strcmp(bson_iter_key(&it), "$expr") != 0)
+            bson_append_iter(&s->filter, NULL, 0, &it);
+        else if (!s->expr)
+            rc = agg_expr_parse(&it, ctx->scope, &s->expr, err);
+    }
+    if (rc == 0)
+        rc = q_matcher_new(&s->filter, &s->m, err);
     if (rc) {
         agg_stage_destroy(&s->base);
         return rc;
@@ -80,7 +105,8 @@ int agg_parse_match(agg_ctx *ctx, const bson_iter_t *spec, agg_list *out, md_err
 
 const bson_t *agg_match_filter(agg_stage *s)
 {
-    return s->ops == &match_ops ? &((st_match *)s)->filter : NULL;
+    /* a $match with $expr stays a stage: its variables live in the pipeline */
+    return s->ops == &match_ops && !((st_match *)s)->expr ? &((st_match *)s)->filter : NULL;
 }
 
 /* ---- $limit / $skip ---------------------------------------------------------------------- */
