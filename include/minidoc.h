@@ -279,6 +279,18 @@ md_cursor *md_collection_find_with_opts(md_collection *coll, const bson_t *filte
                                         const bson_t *opts);
 
 /*
+ * Run an aggregation pipeline over the collection, as libmongoc's
+ * mongoc_collection_aggregate: `pipeline` is either an array document
+ * ({"0": {$match: ...}, "1": ...}) or {pipeline: [...]}; opts holds the
+ * aggregate command's other fields ({allowDiskUse: true, batchSize: 10,
+ * maxTimeMS: 100, ...}; batchSize becomes cursor.batchSize).  Never
+ * returns NULL; errors (40324 for an unknown stage, ...) surface through
+ * md_cursor_error().  Caller owns the cursor.
+ */
+md_cursor *md_collection_aggregate(md_collection *coll, const bson_t *pipeline,
+                                   const bson_t *opts);
+
+/*
  * Advance.  Returns true and sets *doc to a borrowed document, valid until
  * the next call or md_cursor_destroy(); false at the end or on error.
  *

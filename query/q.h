@@ -45,6 +45,18 @@
  *                zones and tzfiles: agg_tz.c), agg_expr_acc.c ($sum ...
  *                over arrays); agg_value.c their values.  $expr in filters
  *                (q_match.c) evaluates one with ROOT = the document.
+ *   agg_cmd.c    the aggregate command; its results go to a q_cursor
+ *   agg_pipeline.c  the aggregation pipeline (agg_int.h): stage registry,
+ *                parsing, the optimizations (leading $match / $sort into the
+ *                planner, top-k, covered $project), the sources
+ *   agg_stage_basic.c  $match $limit $skip $sort $count $unwind $sample
+ *   agg_stage_project.c  $project $addFields/$set $unset $replaceRoot
+ *                $replaceWith $redact
+ *   agg_stage_group.c  $group $sortByCount $bucket $bucketAuto
+ *   agg_stage_lookup.c  $lookup $graphLookup $facet
+ *   agg_stage_out.c  $out $collStats $indexStats
+ *   agg_accum.c  $group's accumulators, with partial states for spilling
+ *   agg_spill.c  the external sorter: sorted runs under <dbpath>/_tmp
  *
  * The hot path (step 9): every operation, command or typed call, enters
  * through q_op_enter (the database lock).  The command parser and the typed

@@ -113,11 +113,13 @@ int md_db_open(const char *path, const bson_t *opts, md_db **out, md_error *err)
     md_db *db = calloc(1, sizeof *db);
     assert(db);
     db->ops = ops;
+    db->path = strdup(path);
     snprintf(db->name, sizeof db->name, "%s", name);
     db->start_ms = q_now_ms();
     db->cursor_seed = (uint64_t)db->start_ms * 2654435761u ^ (uint64_t)getpid() ^
                       (uint64_t)(uintptr_t)db;
     if ((rc = q_db_configure(db, opts, err)) != 0 || (rc = q_lock_init(db, opts, err)) != 0) {
+        free(db->path);
         free(db);
         return rc;
     }
@@ -125,6 +127,7 @@ int md_db_open(const char *path, const bson_t *opts, md_db **out, md_error *err)
     if (rc) {
         q_err_engine(err, rc, "opening the storage engine");
         q_lock_destroy(db);
+        free(db->path);
         free(db);
         return rc;
     }
@@ -133,6 +136,7 @@ int md_db_open(const char *path, const bson_t *opts, md_db **out, md_error *err)
     if (rc) {
         eng_close(db->eng);
         q_lock_destroy(db);
+        free(db->path);
         free(db);
         return rc;
     }
@@ -149,6 +153,7 @@ void md_db_close(md_db *db)
     q_catalog_unload(db);
     eng_close(db->eng);
     q_lock_destroy(db);
+    free(db->path);
     free(db);
 }
 
@@ -727,6 +732,7 @@ struct md_cursor {
     bool started, done, failed;
     bool tailable;
     bool single; /* the _id path left its one document in batch */
+    bool aggregate; /* filter holds {pipeline: [...]}: the first batch is an aggregate's */
     md_error err;
 };
 
@@ -766,7 +772,7 @@ static md_cursor *cursor_new(void)
     pthread_setspecific(spare_key, NULL);
     bson_reinit(&c->batch);
     c->id = c->batch_size = 0;
-    c->started = c->done = c->failed = c->tailable = c->single = false;
+    c->started = c->done = c->failed = c->tailable = c->single = c->aggregate = false;
     md_error_clear(&c->err);
     return c;
 }
@@ -795,6 +801,49 @@ md_cursor *md_collection_find_with_opts(md_collection *coll, const bson_t *filte
     return c;
 }
 
+md_cursor *md_collection_aggregate(md_collection *coll, const bson_t *pipeline,
+                                   const bson_t *opts)
+{
+    bson_iter_t it;
+    md_cursor *c = cursor_new();
+    c->db = coll->db;
+    c->aggregate = true;
+    c->await_ms = -1;
+    snprintf(c->name, sizeof c->name, "%s", coll->name);
+    bson_init(&c->filter);
+    if (pipeline && bson_iter_init_find(&it, pipeline, "pipeline"))
+        bson_append_iter(&c->filter, "pipeline", -1, &it);
+    else if (pipeline)
+        bson_append_array(&c->filter, "pipeline", -1, pipeline);
+    else
+        bson_append_array(&c->filter, "pipeline", -1, &(bson_t)BSON_INITIALIZER);
+    if (opts)
+        bson_copy_to(opts, &c->opts);
+    else
+        bson_init(&c->opts);
+    if (bson_iter_init_find(&it, &c->opts, "batchSize"))
+        q_iter_int64(&it, &c->batch_size);
+    return c;
+}
+
+/* The aggregate command of an md_collection_aggregate cursor: opts'
+ * batchSize goes into cursor: {}. */
+static void aggregate_cmd(md_cursor *c, bson_t *cmd)
+{
+    bson_iter_t it;
+    bson_t cur;
+    BSON_APPEND_UTF8(cmd, "aggregate", c->name);
+    bson_concat(cmd, &c->filter);
+    BSON_APPEND_DOCUMENT_BEGIN(cmd, "cursor", &cur);
+    if (c->batch_size > 0)
+        BSON_APPEND_INT64(&cur, "batchSize", c->batch_size);
+    bson_append_document_end(cmd, &cur);
+    bson_iter_init(&it, &c->opts);
+    while (bson_iter_next(&it))
+        if (strcmp(bson_iter_key(&it), "batchSize") != 0)
+            bson_append_iter(cmd, NULL, 0, &it);
+}
+
 /* Options only md_cursor reads (not the find's). */
 static const char *const cursor_only[] = {"maxAwaitTimeMS", NULL};
 
@@ -819,7 +868,9 @@ static bool fetch(md_cursor *c)
 {
     bson_t cmd = BSON_INITIALIZER;
     bool first = !c->started;
-    if (first) {
+    if (first && c->aggregate) {
+        aggregate_cmd(c, &cmd);
+    } else if (first) {
         BSON_APPEND_UTF8(&cmd, "find", c->name);
         BSON_APPEND_DOCUMENT(&cmd, "filter", &c->filter);
         append_opts(&cmd, &c->opts, cursor_only);
@@ -855,7 +906,7 @@ static bool typed_start(md_cursor *c)
     q_find_cmd p;
     bool found = false;
     md_db *db = c->db;
-    if (db->no_fast)
+    if (db->no_fast || c->aggregate)
         return false;
     memset(&p, 0, sizeof p);
     c->started = true;

@@ -301,6 +301,7 @@ q_index *q_index_new(const bson_t *spec, const char *ident)
     bson_iter_t it;
     q_index *ix = q_zalloc(sizeof *ix);
     assert(ix);
+    ix->since_ms = q_now_ms();
     bson_copy_to(spec, &ix->spec);
     bson_init(&ix->key);
     if (bson_iter_init_find(&it, spec, "key") && BSON_ITER_HOLDS_DOCUMENT(&it)) {

@@ -33,6 +33,10 @@ static void fix_code_name(md_error *err)
         snprintf(err->code_name, sizeof err->code_name, "InvalidLength");
     else if (err->code == Q_CODE_QUERY_PLAN_KILLED)
         snprintf(err->code_name, sizeof err->code_name, "QueryPlanKilled");
+    else if (err->code == 50)
+        snprintf(err->code_name, sizeof err->code_name, "MaxTimeMSExpired");
+    else if (err->code == 168)
+        snprintf(err->code_name, sizeof err->code_name, "InvalidPipelineOperator");
     else if (err->code == Q_CODE_CAPPED_CANNOT_GROW)
         snprintf(err->code_name, sizeof err->code_name, "CannotGrowDocumentInCappedNamespace");
     else
@@ -257,6 +261,33 @@ static int cursor_timeout_value(const bson_iter_t *it, int64_t *ms, md_error *er
     return 0;
 }
 
+/* The aggregation's memory limits: a positive integral number of bytes,
+ * stored into the field the iterator's key names (previous value in *was). */
+static int agg_mem_set(md_db *db, const bson_iter_t *it, int64_t *was, md_error *err)
+{
+    int64_t v;
+    const char *k = bson_iter_key(it);
+    int64_t *f = strcmp(k, "internalDocumentSourceGroupMaxMemoryBytes") == 0 ? &db->agg_group_mem
+                                                                           : &db->agg_sort_mem;
+    if (!q_iter_int64(it, &v) || v <= 0)
+        return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE, "%s must be a positive integer", k);
+    if (was)
+        *was = *f > 0 ? *f : 100 * 1024 * 1024;
+    *f = v;
+    return 0;
+}
+
+static int agg_mem_value(md_db *db, const bson_iter_t *it, md_error *err)
+{
+    return agg_mem_set(db, it, NULL, err);
+}
+
+static bool is_agg_mem(const char *k)
+{
+    return strcmp(k, "internalDocumentSourceGroupMaxMemoryBytes") == 0 ||
+           strcmp(k, "internalDocumentSourceSortMaxBlockingSortBytes") == 0;
+}
+
 int q_db_configure(md_db *db, const bson_t *opts, md_error *err)
 {
     bson_iter_t it;
@@ -275,6 +306,14 @@ int q_db_configure(md_db *db, const bson_t *opts, md_error *err)
                          "internalQueryFastPaths must be a boolean");
         db->no_fast = !bson_iter_bool(&it);
     }
+    static const char *const mem[] = {"internalDocumentSourceSortMaxBlockingSortBytes",
+                                      "internalDocumentSourceGroupMaxMemoryBytes"};
+    for (int i = 0; i < 2; i++)
+        if (opts && bson_iter_init_find(&it, opts, mem[i])) {
+            int rc = agg_mem_value(db, &it, err);
+            if (rc)
+                return rc;
+        }
     if (opts && bson_iter_init_find(&it, opts, "jsTimeLimitMS")) {
         if (!BSON_ITER_HOLDS_NUMBER(&it) || bson_iter_as_int64(&it) < 0)
             return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE,
@@ -289,8 +328,8 @@ int q_db_configure(md_db *db, const bson_t *opts, md_error *err)
     return rc;
 }
 
-/* {setParameter: 1, cursorTimeoutMillis: N} -> {was: old}; the only
- * parameter minidoc has. */
+/* {setParameter: 1, cursorTimeoutMillis: N} -> {was: old}; also the
+ * aggregation's memory limits (one parameter per command). */
 int q_cmd_set_parameter(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err)
 {
     bson_iter_t it;
@@ -302,6 +341,14 @@ int q_cmd_set_parameter(md_db *db, const bson_t *cmd, bson_t *reply, md_error *e
         const char *k = bson_iter_key(&it);
         if (q_is_generic_arg(k))
             continue;
+        if (is_agg_mem(k)) {
+            int64_t was;
+            int rc = agg_mem_set(db, &it, &was, err);
+            if (rc)
+                return rc;
+            BSON_APPEND_INT64(reply, "was", was);
+            return 0;
+        }
         if (strcmp(k, "cursorTimeoutMillis"))
             return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE, "attempted to set unrecognized "
                          "parameter [%s], use help:true to see options ", k);
@@ -382,6 +429,7 @@ static const struct {
     {"getMore", q_cmd_get_more, R},
     {"killCursors", q_cmd_kill_cursors, R},
     {"count", q_cmd_count, R},
+    {"aggregate", q_cmd_aggregate, R},
     {"explain", q_cmd_explain, R},
     {"planCacheListQueryShapes", q_cmd_plan_cache_list, R},
     {"planCacheClear", q_cmd_plan_cache_clear, R},
@@ -475,6 +523,8 @@ static int run_command(md_db *db, const bson_t *command, bson_t *reply, md_error
     int mode = commands[i].mode;
     if (mode == C && !BSON_ITER_HOLDS_UTF8(&it))
         mode = X;
+    if (commands[i].fn == q_cmd_aggregate && agg_cmd_writes(command))
+        mode = X; /* $out replaces a collection */
     if (commands[i].fn == q_cmd_map_reduce && q_mr_writes(command))
         mode = X;
     q_op_enter(db, mode == C ? Q_OP_CREATE : mode,

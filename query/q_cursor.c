@@ -975,6 +975,30 @@ int64_t q_cursor_count(md_db *db)
     return n;
 }
 
+int q_cursor_from_docs(md_db *db, q_coll *c, const char *ns, bson_t **docs, size_t n,
+                       int64_t batch_size, bson_t *reply, md_error *err)
+{
+    bool exhausted;
+    q_cursor *cur = q_zalloc(sizeof *cur);
+    cur->db = db;
+    cur->c = c;
+    cur->docs = docs;
+    cur->ndocs = n;
+    bson_init(&cur->filter);
+    snprintf(cur->ns, sizeof cur->ns, "%s", ns);
+    pthread_mutex_lock(&db->cur_mu);
+    cur->id = cursor_new_id(db);
+    pthread_mutex_unlock(&db->cur_mu);
+    reply_batch(cur, reply, batch_size >= 0 ? batch_size : Q_DEFAULT_BATCH, true, &exhausted);
+    cur->used_ms = q_now_ms();
+    if (exhausted) {
+        cursor_free(cur);
+        return 0;
+    }
+    cursor_link(db, cur);
+    return 0;
+}
+
 void q_cursor_reply_array(bson_t *reply, const char *ns, bson_t **docs, size_t n)
 {
     bson_t cs, arr;

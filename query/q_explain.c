@@ -284,6 +284,13 @@ out_close:
     return rc;
 }
 
+int q_explain_planner(md_db *db, q_coll *c, const char *ns, const bson_t *filter,
+                      const bson_t *sort, const bson_t *proj, bson_t *out, md_error *err)
+{
+    xq q = {.filter = filter, .sort = sort && !bson_empty(sort) ? sort : NULL, .proj = proj};
+    return explain_query(db, c, ns, &q, out, err);
+}
+
 /* ---- the inner commands -------------------------------------------------------------- */
 
 /* A document field of d, viewed into `out`; false if absent or not one. */

@@ -68,6 +68,9 @@ typedef struct q_index {
     struct q_geo_params *gp; /* 2d / 2dsphere: the geo parameters, owned
                                 (q_geo.h); NULL for other indexes */
     eng_ss *ss;
+    /* $indexStats: index scans opened on it (Q_COUNT) since since_ms (when
+     * this handle was made: the index's creation or the database's open) */
+    int64_t accesses, since_ms;
 } q_index;
 
 typedef struct q_coll {
@@ -151,6 +154,12 @@ struct md_db {
      * API's direct statements, so that tests can compare them with the
      * general path (the results must be identical). */
     bool no_fast;
+    /* The aggregation pipeline's blocking stages' memory limits in bytes
+     * (0: MongoDB's 100 MB): open options or setParameter
+     * internalDocumentSourceSortMaxBlockingSortBytes and
+     * internalDocumentSourceGroupMaxMemoryBytes (agg_cmd.c). */
+    int64_t agg_sort_mem, agg_group_mem;
+    char *path; /* the database directory (spilled sort runs go to path/_tmp) */
 };
 
 /* ---- locks (q_lock.c) ----------------------------------------------------- */
@@ -549,6 +558,12 @@ void q_cursor_kill_coll(md_db *db, q_coll *c);
 int64_t q_cursor_count(md_db *db);
 /* Kill every cursor scanning index ix. */
 void q_cursor_kill_index(md_db *db, q_index *ix);
+/* A cursor over materialized documents (docs and each document stolen),
+ * for aggregate: the first batch (batch_size, -1: 101) is appended to
+ * reply as "cursor: {firstBatch, id, ns}"; the rest waits for getMore.  c
+ * (may be NULL) is the collection whose drop kills the cursor. */
+int q_cursor_from_docs(md_db *db, q_coll *c, const char *ns, bson_t **docs, size_t n,
+                       int64_t batch_size, bson_t *reply, md_error *err);
 /* Append a "cursor" subdocument of already materialized documents (id 0). */
 void q_cursor_reply_array(bson_t *reply, const char *ns, bson_t **docs, size_t n);
 
@@ -637,6 +652,14 @@ int q_cmd_find(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
 int q_cmd_get_more(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
 int q_cmd_kill_cursors(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
 int q_cmd_explain(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
+/* The queryPlanner section of a query's explain (c NULL: EOF), appended to
+ * out; used by the aggregate's $cursor stage (q_explain.c). */
+int q_explain_planner(md_db *db, q_coll *c, const char *ns, const bson_t *filter,
+                      const bson_t *sort, const bson_t *proj, bson_t *out, md_error *err);
+int q_cmd_aggregate(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
+/* Does an aggregate command's pipeline hold $out (agg_pipeline.c)?  It then
+ * takes the database lock exclusively. */
+bool agg_cmd_writes(const bson_t *cmd);
 int q_cmd_count(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
 int q_cmd_distinct(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
 int q_cmd_create(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);

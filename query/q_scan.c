@@ -332,6 +332,7 @@ int q_scan_open_plan(q_scan *s, md_db *db, q_coll *c, const q_matcher *m, q_plan
     s->ix = s->plan.ix;
     s->kind = s->ix ? Q_SCAN_INDEX : Q_SCAN_COLL;
     if (s->ix) {
+        Q_COUNT(s->ix->accesses, 1);
         if ((rc = eng_ss_cursor_open(s->ix->ss, &s->sc)) != 0)
             return q_err_engine(err, rc, "opening an index cursor");
         if (s->plan.text) {
