@@ -208,8 +208,25 @@ void md_db_close(md_db *db);
  */
 int md_db_command(md_db *db, const bson_t *command, bson_t *reply, md_error *err);
 
-/* Same as md_db_command, with the command given as extended JSON. */
+/* Same as md_db_command, with the command given as extended JSON (read by
+ * md_json_parse; text that does not parse gets FailedToParse, 9). */
 int md_db_command_json(md_db *db, const char *json, bson_t *reply, md_error *err);
+
+/*
+ * Read one JSON object -- canonical or relaxed Extended JSON v2, or legacy
+ * (v1) extended JSON -- into `out`, which the call always initializes
+ * (empty on failure).  `len` is the text's length, or -1 when it is
+ * NUL-terminated; blanks may surround the object, nothing else.
+ *
+ * A type wrapper ({"$oid": ...}, {"$date": ...}, {"$binary": ...,
+ * "$type": ...}, {"$regex": ..., "$options": ...}, ...) becomes its BSON
+ * type only when it has exactly the wrapper's keys and valid values;
+ * otherwise it stays an ordinary document, so query operators that share
+ * the names ({"$type": "string"}, {"$regex": 1}) reach the query parser as
+ * written.  Returns 0, or MD_EINVAL with FailedToParse (9) and the byte
+ * position in `err`.
+ */
+int md_json_parse(const char *json, ssize_t len, bson_t *out, md_error *err);
 
 /* The database name given at open ("test" by default).  Valid until close. */
 const char *md_db_name(const md_db *db);

@@ -14,6 +14,8 @@
  *                an update can affect, and the thread's last parsed update
  *   q_update_array.c  $push $addToSet $pop $pull $pullAll
  *   q_proj.c     find projections: fields, $slice, $elemMatch, "a.$"
+ *   q_decimal.c  numbers compared exactly across int32 / int64 / double /
+ *                decimal128, and the key bytes of a number
  *   q_key.c      index keys: a memcmp-comparable encoding of BSON values
  *                (after MongoDB's KeyString) and key generation from a key
  *                pattern, one key per array element for multikey paths

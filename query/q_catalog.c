@@ -6,7 +6,14 @@
  *
  *   { ns: "test.c", ident: "test.c", options: {...as given to create...},
  *     indexes: [ { spec: {v: 2, key: {_id: 1}, name: "_id_", ns: "test.c"},
- *                  ident: "test.c.$_id_", multikey: false }, ... ] }
+ *                  ident: "test.c.$_id_", multikey: false, keyFormat: 2 },
+ *                ... ] }
+ *
+ * keyFormat is the encoding of the index's keys (Q_KEY_FORMAT, q_int.h); an
+ * entry without it was written before decimal128 keys were exact (format
+ * 1), and q_catalog_upgrade rebuilds that index at open and records the
+ * current format, so no key written the old way is ever compared with a
+ * new one.  A format above Q_KEY_FORMAT (a newer build wrote it) is refused.
  *
  * A hashed index's entry also has hash: "md5": its keys are MongoDB's hash
  * (q_hash.c).  Entries without it come from before that, when the keys were
@@ -320,6 +327,7 @@ q_index *q_index_new(const bson_t *spec, const char *ident)
                  (bson_iter_init_find(&it, spec, "unique") && bson_iter_as_bool(&it));
     ix->sparse = bson_iter_init_find(&it, spec, "sparse") && bson_iter_as_bool(&it);
     ix->expire_secs = -1;
+    ix->key_format = Q_KEY_FORMAT;
     bson_iter_t kt;
     if (bson_iter_init(&kt, &ix->key) && bson_iter_next(&kt) && BSON_ITER_HOLDS_UTF8(&kt))
         ix->hashed = strcmp(bson_iter_utf8(&kt, NULL), "hashed") == 0;
@@ -495,6 +503,7 @@ int q_catalog_put(md_db *db, eng_txn *t, q_coll *c, md_error *err)
         BSON_APPEND_BOOL(&sub, "multikey", Q_MULTIKEY(c->idx[i]));
         if (c->idx[i]->hashed && !c->idx[i]->hash_stale)
             BSON_APPEND_UTF8(&sub, "hash", "md5");
+        BSON_APPEND_INT32(&sub, "keyFormat", c->idx[i]->key_format);
         bson_append_document_end(&arr, &sub);
     }
     bson_append_array_end(&entry, &arr);
@@ -533,6 +542,15 @@ static int load_indexes(md_db *db, q_coll *c, bson_iter_t *arr, md_error *err)
         bson_iter_recurse(&it, &f);
         ix->hash_stale = ix->hashed && !(bson_iter_find(&f, "hash") && BSON_ITER_HOLDS_UTF8(&f) &&
                                          strcmp(bson_iter_utf8(&f, NULL), "md5") == 0);
+        bson_iter_recurse(&it, &f);
+        ix->key_format = bson_iter_find(&f, "keyFormat") && BSON_ITER_HOLDS_INT32(&f)
+                             ? bson_iter_int32(&f)
+                             : 1;
+        if (ix->key_format < 1 || ix->key_format > Q_KEY_FORMAT)
+            return q_err(err, MD_ENOTSUP, MD_CODE_CANNOT_CREATE_INDEX,
+                         "index '%s' of %s has key format %d; this build of minidoc reads "
+                         "formats 1 to %d (a newer minidoc wrote it)",
+                         ix->name, c->ns, ix->key_format, Q_KEY_FORMAT);
         if (!ix->name[0] || bson_empty(&ix->key))
             return ENG_CORRUPT(err, "catalog entry %s: malformed index spec", c->ns);
         int rc = eng_ss_open(db->eng, ix->ident, &ix->ss, err);
@@ -545,6 +563,7 @@ static int load_indexes(md_db *db, q_coll *c, bson_iter_t *arr, md_error *err)
 typedef struct load_ctx {
     md_db *db;
     md_error *err;
+    int rc; /* the entry that stopped the listing (engines return 0 then) */
 } load_ctx;
 
 static int load_one(void *ctx, const char *key, const bson_t *value)
@@ -579,20 +598,27 @@ static int load_one(void *ctx, const char *key, const bson_t *value)
     }
     if (rc) {
         coll_free(c);
-        return rc;
+        return lc->rc = rc;
     }
     coll_link(db, c);
     return 0;
 }
 
-/* Rebuild, in one transaction, the hashed indexes of c whose keys predate
- * MongoDB's hash (catalog entries without hash: "md5"). */
+static bool index_stale(const q_index *ix)
+{
+    return ix->hash_stale || ix->key_format != Q_KEY_FORMAT;
+}
+
+/* Rebuild, in one transaction, the indexes of c whose keys an older build
+ * wrote: hashed indexes from before MongoDB's hash (catalog entries without
+ * hash: "md5") and indexes of an older key format (decimal128 keys through
+ * long double); record them as current. */
 static int upgrade_coll(md_db *db, q_coll *c, md_error *err)
 {
     eng_txn *t = NULL;
     bool any = false;
     for (size_t i = 0; i < c->nidx; i++)
-        any |= c->idx[i]->hash_stale;
+        any |= index_stale(c->idx[i]);
     if (!any)
         return 0;
     int rc = eng_txn_begin(db->eng, &t);
@@ -600,13 +626,14 @@ static int upgrade_coll(md_db *db, q_coll *c, md_error *err)
         return q_err_engine(err, rc, "starting a transaction");
     for (size_t i = 0; !rc && i < c->nidx; i++) {
         q_index *ix = c->idx[i];
-        if (!ix->hash_stale)
+        if (!index_stale(ix))
             continue;
         if ((rc = eng_ss_truncate(ix->ss, t)) != 0) {
-            q_err_engine(err, rc, "emptying a hashed index to rebuild it");
+            q_err_engine(err, rc, "emptying an index to rebuild it");
             break;
         }
-        ix->hash_stale = false; /* keys from now on are MongoDB's */
+        ix->hash_stale = false; /* keys from now on are MongoDB's hash */
+        ix->key_format = Q_KEY_FORMAT;
         rc = q_index_build(db, t, c, ix, err);
     }
     if (!rc)
@@ -630,8 +657,10 @@ int q_catalog_upgrade(md_db *db, md_error *err)
 
 int q_catalog_load(md_db *db, md_error *err)
 {
-    load_ctx lc = {db, err};
+    load_ctx lc = {db, err, 0};
     int rc = eng_meta_list(db->eng, load_one, &lc);
+    if (!rc)
+        rc = lc.rc;
     if (rc)
         q_catalog_unload(db);
     return rc;

@@ -569,19 +569,18 @@ int q_reply_finish(bson_t *reply, int rc, const md_error *err)
 
 int md_db_command_json(md_db *db, const char *json, bson_t *reply, md_error *err)
 {
-    bson_error_t berr;
     md_error local;
+    bson_t cmd;
     if (!err)
         err = &local;
-    bson_t *cmd = json ? bson_new_from_json((const uint8_t *)json, -1, &berr) : NULL;
-    if (!cmd) {
-        md_error_clear(err);
-        q_err(err, MD_EINVAL, MD_CODE_FAILED_TO_PARSE, "invalid JSON: %s",
-              json ? berr.message : "NULL");
+    md_error_clear(err);
+    int rc = md_json_parse(json, -1, &cmd, err);
+    if (rc) {
+        bson_destroy(&cmd);
         bson_init(reply);
-        return q_reply_finish(reply, MD_EINVAL, err);
+        return q_reply_finish(reply, rc, err);
     }
-    int rc = md_db_command(db, cmd, reply, err);
-    bson_destroy(cmd);
+    rc = md_db_command(db, &cmd, reply, err);
+    bson_destroy(&cmd);
     return rc;
 }

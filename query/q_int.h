@@ -49,6 +49,15 @@
 #define Q_AWAIT_DATA_MS 1000 /* an awaitData getMore's wait without maxTimeMS */
 
 /* ---- catalog (q_catalog.c) ---------------------------------------------- */
+/*
+ * The index key format (q_key.c), recorded per index in the catalog as
+ * keyFormat.  1 (no keyFormat in the entry): decimal128 keys encoded
+ * through long double.  2: decimal128 keys exact.  Other numbers and types
+ * encode alike in both; an index of format 1 is rebuilt when the database
+ * opens (q_catalog_upgrade).
+ */
+#define Q_KEY_FORMAT 2
+
 typedef struct q_index {
     char name[ENG_IDENT_MAX];
     char ident[ENG_IDENT_MAX];
@@ -63,6 +72,8 @@ typedef struct q_index {
     bool hashed;         /* {f: "hashed"}: one key, the hash of f's value */
     bool hash_stale;     /* hashed: keys from before MongoDB's hash (rebuilt
                             at open, q_catalog_upgrade) */
+    int key_format;      /* the key encoding its keys are in (Q_KEY_FORMAT;
+                            an older one is rebuilt at open, q_catalog_upgrade) */
     q_matcher *partial;  /* partialFilterExpression, owned; NULL: none */
     struct q_text_spec *text; /* a text index's spec (q_text.h), owned; else NULL */
     struct q_geo_params *gp; /* 2d / 2dsphere: the geo parameters, owned

@@ -7,8 +7,10 @@
  * empty array keyed as undefined, parallel arrays refused).
  *
  * Keys over 1024 bytes -- measured, as MongoDB does, as the BSON object
- * {"": v1, "": v2} -- are KeyTooLong.  Decimal128 values encode through
- * long double (see q_value.c).  The format is below.
+ * {"": v1, "": v2} -- are KeyTooLong.  Numbers keep their exact value,
+ * decimal128 included (q_decimal.c).  The format is below; an index's
+ * catalog entry records the format its keys were written in (keyFormat,
+ * Q_KEY_FORMAT in q_int.h).
  */
 #include <math.h>
 #include <stdio.h>
@@ -28,8 +30,15 @@
  *   number    0x1E  class: 01 NaN, 02 -inf, 03 negative, 04 zero,
  *                   05 positive, 06 +inf; finite non-zero numbers add
  *                   exponent (u16 BE, +32768) and mantissa (u64 BE) of
- *                   |v| = m * 2^e, m in [0.5, 1), all 10 bytes inverted
- *                   when negative.  42, 42L, 42.0, decimal 42 are equal.
+ *                   |v| = m * 2^e, m in [0.5, 1); a decimal128 that is no
+ *                   such number has its mantissa truncated to 63 bits, the
+ *                   lowest bit set, and its decimal digits after it (the
+ *                   exact layout is in q_decimal.c); every byte after the
+ *                   class inverted when negative.  42, 42L, 42.0 and
+ *                   NumberDecimal("42.00") encode equally.
+ *                   (Key format 1, before decimals were exact, encoded a
+ *                   decimal through long double; q_catalog.c rebuilds such
+ *                   an index when it opens one.)
  *   string    0x3C  bytes (00 -> 01 01, 01 -> 01 02), then 00  (symbol alike)
  *   object    0x46  per field: type byte, name, 00, value; then 00
  *   array     0x50  per element: type byte, value; then 00
@@ -89,30 +98,6 @@ static void put_be(q_buf *b, uint64_t v, int bytes)
 {
     for (int i = bytes - 1; i >= 0; i--)
         q_buf_putc(b, (uint8_t)(v >> (8 * i)));
-}
-
-static void enc_number(q_buf *b, long double v)
-{
-    if (isnan(v)) {
-        q_buf_putc(b, 0x01);
-        return;
-    }
-    if (isinf(v) || v == 0) {
-        q_buf_putc(b, isinf(v) ? (v < 0 ? 0x02 : 0x06) : 0x04);
-        return;
-    }
-    bool neg = v < 0;
-    int e;
-    long double m = frexpl(neg ? -v : v, &e);
-    uint64_t mant = (uint64_t)ldexpl(m, 64);
-    uint64_t ex = (uint64_t)(e + 32768);
-    if (neg) {
-        mant = ~mant;
-        ex = ~ex & 0xFFFF;
-    }
-    q_buf_putc(b, neg ? 0x03 : 0x05);
-    put_be(b, ex, 2);
-    put_be(b, mant, 8);
 }
 
 /* Bytes 00 and 01 become 01 01 and 01 02, so 00 only ever terminates: the
@@ -199,7 +184,7 @@ static void enc_body(q_buf *b, const bson_iter_t *it)
     case BSON_TYPE_DOUBLE:
     case BSON_TYPE_INT32:
     case BSON_TYPE_INT64:
-    case BSON_TYPE_DECIMAL128: enc_number(b, q_number_ld(it)); break;
+    case BSON_TYPE_DECIMAL128: q_key_number(b, it); break;
     case BSON_TYPE_UTF8: s = bson_iter_utf8(it, &n); enc_string(b, s, n); break;
     case BSON_TYPE_SYMBOL: s = bson_iter_symbol(it, &n); enc_string(b, s, n); break;
     case BSON_TYPE_CODE: s = bson_iter_code(it, &n); enc_string(b, s, n); break;
@@ -668,7 +653,8 @@ static bool kr_be(kread *r, int bytes, uint64_t *v)
 }
 
 /* A number back as int32 / int64 when integral and in range, else double:
- * the encoding does not keep the original numeric type. */
+ * the encoding does not keep the original numeric type.  A decimal that is
+ * no binary number (mantissa's low bit set) is not decoded: fetch. */
 static bool dec_number(kread *r, bson_t *out, const char *name)
 {
     uint8_t cls;
@@ -683,6 +669,8 @@ static bool dec_number(kread *r, bson_t *out, const char *name)
             ex = ~ex & 0xFFFF;
             mant = ~mant;
         }
+        if (mant & 1)
+            return false;
         long double v = ldexpl((long double)mant, (int)ex - 32768 - 64);
         d = (double)(cls == 0x03 ? -v : v);
     } else if (cls == 0x04) {

@@ -73,12 +73,27 @@ bool q_is_number(bson_type_t t);
 /*
  * The numeric value as a long double.  int32, int64 and double convert
  * exactly (long double has a 64-bit mantissa on the platforms we build on);
- * decimal128 goes through its string form and is rounded to long double.
+ * decimal128 goes through its string form and is rounded to long double,
+ * so use it for conversions (a $mod operand, a $slice count), never to
+ * compare numbers: q_number_cmp compares exactly.
  */
 long double q_number_ld(const bson_iter_t *it);
 long double q_decimal_ld(const bson_decimal128_t *d);
 /* Compare two long doubles with NaN lowest and equal to itself. */
 int q_ld_cmp(long double a, long double b);
+
+/* ---- exact numbers (q_decimal.c) ------------------------------------------
+ * Numbers of any two types compared exactly (decimal128 included): NaN
+ * lowest and equal to any NaN, -0 equal to 0.  <0, 0, >0.
+ */
+int q_number_cmp(const bson_iter_t *a, const bson_iter_t *b);
+int q_decimal_cmp(const bson_decimal128_t *a, const bson_decimal128_t *b);
+/* The key bytes of a number after its type byte (format in q_decimal.c):
+ * memcmp order is q_number_cmp's order; equal values encode equally. */
+void q_key_number(q_buf *b, const bson_iter_t *it);
+void q_key_number_decimal(q_buf *b, const bson_decimal128_t *d);
+/* An int32, int64 or double given as the long double that holds it exactly. */
+void q_key_number_ld(q_buf *b, long double v);
 
 /* A number for arithmetic (MongoDB's SafeNum). */
 typedef struct q_num {

@@ -5,12 +5,17 @@
  * matcher, the update engine and key generation, and BSONElement::toString()
  * renderings for error messages.
  *
+ * Numbers compare exactly across types, as MongoDB's compareElementValues:
+ * int32, int64 and double through long double (a 64-bit mantissa holds
+ * each exactly), decimal128 against anything through q_decimal.c, so
+ * {a: 1} does not match NumberDecimal("1.00000000000000000001").
+ *
  * Deviations from MongoDB 3.6, all deliberate:
- *   - decimal128 values compare through their string form converted to
- *     long double (about 19 significant digits, range of long double);
- *     int32, int64 and double compare exactly (64-bit long double mantissa).
  *   - array elements compare position by position; their field names
  *     ("0", "1", ...) are not compared (they are equal in any valid array).
+ *   - decimal arithmetic ($inc, $mul) that cannot be done exactly in 34
+ *     digits is done through long double (about 19 digits), where MongoDB
+ *     rounds the exact result to 34 digits.
  */
 #include <float.h>
 #include <math.h>
@@ -209,6 +214,8 @@ static int cmp_numbers(const bson_iter_t *a, const bson_iter_t *b)
         int64_t x = bson_iter_as_int64(a), y = bson_iter_as_int64(b);
         return x < y ? -1 : x > y;
     }
+    if (ta == BSON_TYPE_DECIMAL128 || tb == BSON_TYPE_DECIMAL128)
+        return q_number_cmp(a, b);
     return q_ld_cmp(q_number_ld(a), q_number_ld(b));
 }
 
@@ -388,7 +395,7 @@ bool q_num_identical(const q_num *a, const q_num *b)
     case BSON_TYPE_DOUBLE: return a->d == b->d;
     default:
         return (a->dec.high == b->dec.high && a->dec.low == b->dec.low) ||
-               q_decimal_ld(&a->dec) == q_decimal_ld(&b->dec);
+               q_decimal_cmp(&a->dec, &b->dec) == 0;
     }
 }
 

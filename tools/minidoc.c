@@ -142,23 +142,23 @@ static void flag_or_base(bson_t *o, const bson_t *base, const char *key, const c
 /* The md_db_open() options: --opts, with the flags on top. */
 static bson_t *open_options(const cli *c)
 {
-    bson_error_t berr;
+    md_error err;
     bson_iter_t it;
-    bson_t *base = c->opts_json ? bson_new_from_json((const uint8_t *)c->opts_json, -1, &berr)
-                                : bson_new();
-    if (!base) {
-        fprintf(stderr, "minidoc: --opts is not valid JSON: %s\n", berr.message);
+    bson_t base;
+    if (md_json_parse(c->opts_json ? c->opts_json : "{}", -1, &base, &err) != 0) {
+        bson_destroy(&base);
+        fprintf(stderr, "minidoc: --opts is not valid JSON: %s\n", err.message);
         return NULL;
     }
     bson_t *o = bson_new();
-    bson_copy_to_excluding_noinit(base, o, "engine", "dbName", "smallFiles", NULL);
-    flag_or_base(o, base, "engine", c->engine);
-    flag_or_base(o, base, "dbName", c->dbname);
+    bson_copy_to_excluding_noinit(&base, o, "engine", "dbName", "smallFiles", NULL);
+    flag_or_base(o, &base, "engine", c->engine);
+    flag_or_base(o, &base, "dbName", c->dbname);
     if (c->smallfiles)
         BSON_APPEND_BOOL(o, "smallFiles", true);
-    else if (bson_iter_init_find(&it, base, "smallFiles"))
+    else if (bson_iter_init_find(&it, &base, "smallFiles"))
         bson_append_iter(o, "smallFiles", -1, &it);
-    bson_destroy(base);
+    bson_destroy(&base);
     return o;
 }
 
