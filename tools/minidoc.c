@@ -69,18 +69,6 @@ static void usage(FILE *f)
             "  minidoc inspect [options]        draw the data files (--help)\n");
 }
 
-/* "--name value" or "--name=value"; returns the value or NULL. */
-static const char *opt_value(int argc, char **argv, int *i, const char *name)
-{
-    size_t n = strlen(name);
-    if (strncmp(argv[*i], name, n) != 0)
-        return NULL;
-    if (argv[*i][n] == '=')
-        return argv[*i] + n + 1;
-    if (argv[*i][n] != '\0' || *i + 1 >= argc)
-        return NULL;
-    return argv[++*i];
-}
 
 static int parse_args(int argc, char **argv, cli *c)
 {
@@ -90,7 +78,7 @@ static int parse_args(int argc, char **argv, cli *c)
         const char **dst[] = {&c->dbpath, &c->engine, &c->dbname, &c->opts_json};
         const char *v = NULL;
         int k;
-        for (k = 0; k < 4 && !(v = opt_value(argc, argv, &i, names[k])); k++)
+        for (k = 0; k < 4 && !(v = tool_opt_value(argc, argv, &i, names[k])); k++)
             ;
         if (v) {
             *dst[k] = v;
