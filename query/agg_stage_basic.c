@@ -422,14 +422,19 @@ typedef struct st_unwind {
 /* The document with path set to v (missing: removed) and the index field. */
 static bson_t *unwind_emit(st_unwind *s, const bson_value_t *v, int64_t idx)
 {
-    bson_t tmp, *out = bson_new();
-    agg_doc_set_path(s->doc, s->path, v, s->index ? &tmp : out);
+    /* agg_doc_set_path initializes its output in place: build on the stack
+     * and copy, so that the caller's bson_destroy frees the whole document
+     * (a bson_new() struct initialized again would be left behind) */
+    bson_t tmp, built;
+    agg_doc_set_path(s->doc, s->path, v, s->index ? &tmp : &built);
     if (s->index) {
         bson_value_t iv = {.value_type = idx < 0 ? BSON_TYPE_NULL : BSON_TYPE_INT64};
         iv.value.v_int64 = idx;
-        agg_doc_set_path(&tmp, s->index, &iv, out);
+        agg_doc_set_path(&tmp, s->index, &iv, &built);
         bson_destroy(&tmp);
     }
+    bson_t *out = bson_copy(&built);
+    bson_destroy(&built);
     return out;
 }
 
