@@ -585,12 +585,15 @@ int srv_main(int argc, char **argv)
     }
     bson_t *opts = NULL;
     if (opts_json) {
-        bson_error_t berr;
-        opts = bson_new_from_json((const uint8_t *)opts_json, -1, &berr);
-        if (!opts) {
-            fprintf(stderr, "minidoc serve: --opts is not valid JSON: %s\n", berr.message);
+        md_error jerr;
+        bson_t parsed;
+        if (md_json_parse(opts_json, -1, &parsed, &jerr) != 0) {
+            fprintf(stderr, "minidoc serve: --opts is not valid JSON: %s\n", jerr.message);
+            bson_destroy(&parsed);
             return 2;
         }
+        opts = bson_copy(&parsed);
+        bson_destroy(&parsed);
         cfg.open_opts = opts;
     }
     FILE *log = stdout;

@@ -100,12 +100,13 @@ int tool_db_opt(int argc, char **argv, int *i, tool_db_opts *o, const char *prog
     return 0;
 }
 
+/* The library's extended-JSON reader (md_json_parse), so that the tools
+ * read {"a": {"$type": "string"}} as the query it is, as the CLI does. */
 int tool_json_parse(const char *text, ssize_t len, bson_t *out, char *msg, size_t msgcap)
 {
-    bson_error_t berr;
-    if (!bson_init_from_json(out, text, len, &berr)) {
-        bson_init(out);
-        snprintf(msg, msgcap, "%.200s", berr.message);
+    md_error err;
+    if (md_json_parse(text, len, out, &err) != 0) {
+        snprintf(msg, msgcap, "%.200s", err.message);
         return -1;
     }
     return 0;

@@ -127,7 +127,7 @@ expect "--batchSize count" "$out" '"n" : 25,'
 md import --dbpath "$T/mal" -c c --batchSize 1 "$T/mal.json" 2>"$T/err"
 expect_status "malformed input" 1 $?
 err=$(cat "$T/err")
-expect "bad UTF-8 line" "$err" "line 4: invalid bytes in UTF8 string"
+expect "bad UTF-8 line" "$err" "line 4: invalid JSON: invalid UTF-8 in a string"
 expect "truncated document line" "$err" "line 5: unexpected end of input inside a document"
 expect "not JSON line" "$err" "line 6: expected a document"
 expect "17 MB document line" "$err" "line 8: document is larger than the maximum size 16777216"
