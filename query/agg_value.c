@@ -67,10 +67,12 @@ bool agg_value_truthy(const bson_value_t *v)
     case BSON_TYPE_INT32: return v->value.v_int32 != 0;
     case BSON_TYPE_INT64: return v->value.v_int64 != 0;
     case BSON_TYPE_DOUBLE: return v->value.v_double != 0; /* NaN is true */
-    case BSON_TYPE_DECIMAL128: {
-        char s[BSON_DECIMAL128_STRING];
-        bson_decimal128_to_string(&v->value.v_decimal128, s);
-        return strtold(s, NULL) != 0 || strstr(s, "NaN");
+    case BSON_TYPE_DECIMAL128: { /* NaN and the infinities are true */
+        bool neg;
+        q_u128 coef;
+        int exp;
+        return q_dec_split(&v->value.v_decimal128, &neg, &coef, &exp) != Q_DEC_FINITE ||
+               coef != 0;
     }
     default: return true;
     }
@@ -437,101 +439,59 @@ void agg_sum_result(const agg_sum *s, bson_value_t *out)
  * a - b * trunc(a / b) is exact.  Infinities and NaN go through long
  * double (the caller's fallback: false).
  */
-typedef unsigned __int128 agg_u128;
-
-static agg_u128 dec_limit(void)
-{
-    return (agg_u128)10000000000000000000ull * 1000000000000000ull; /* 10^34 */
-}
-
-static bool dec_split(const bson_decimal128_t *d, bool *neg, agg_u128 *coef, int *exp)
-{
-    uint64_t hi = d->high;
-    *neg = hi >> 63;
-    if (((hi >> 61) & 3) == 3) {
-        if (((hi >> 59) & 3) == 3)
-            return false; /* infinity or NaN */
-        *exp = (int)((hi >> 47) & 0x3FFF) - 6176;
-        *coef = 0;
-        return true;
-    }
-    *exp = (int)((hi >> 49) & 0x3FFF) - 6176;
-    *coef = (agg_u128)(hi & 0x1FFFFFFFFFFFFull) << 64 | d->low;
-    if (*coef >= dec_limit())
-        *coef = 0;
-    return true;
-}
-
-static bool dec_join(bool neg, agg_u128 coef, int exp, bson_decimal128_t *d)
-{
-    while (exp > 6111 && coef < dec_limit() / 10) {
-        coef *= 10;
-        exp--;
-    }
-    while (exp < -6176 && coef % 10 == 0 && coef) {
-        coef /= 10;
-        exp++;
-    }
-    if (coef >= dec_limit() || exp < -6176 || exp > 6111)
-        return false;
-    d->high = (uint64_t)neg << 63 | (uint64_t)(exp + 6176) << 49 | (uint64_t)(coef >> 64);
-    d->low = (uint64_t)coef;
-    return true;
-}
-
 bool agg_dec_divide(const bson_decimal128_t *a, const bson_decimal128_t *b, bson_decimal128_t *r)
 {
     bool na, nb;
-    agg_u128 ca, cb;
+    q_u128 ca, cb;
     int ea, eb;
-    if (!dec_split(a, &na, &ca, &ea) || !dec_split(b, &nb, &cb, &eb) || cb == 0)
+    if (q_dec_split(a, &na, &ca, &ea) != Q_DEC_FINITE || q_dec_split(b, &nb, &cb, &eb) != Q_DEC_FINITE || cb == 0)
         return false;
     int exp = ea - eb;
-    agg_u128 q = ca / cb, rem = ca % cb;
+    q_u128 q = ca / cb, rem = ca % cb;
     /* more digits while the remainder is not zero and there is room */
-    while (rem != 0 && q < dec_limit() / 10) {
+    while (rem != 0 && q < q_dec_ten34() / 10) {
         rem *= 10;
         q = q * 10 + rem / cb;
         rem %= cb;
         exp--;
     }
     if (rem != 0) {
-        agg_u128 twice = rem * 2;
+        q_u128 twice = rem * 2;
         if (twice > cb || (twice == cb && (q & 1)))
             q++;
-        if (q >= dec_limit()) {
+        if (q >= q_dec_ten34()) {
             q /= 10; /* 10^34 exactly: drop a zero */
             exp++;
         }
     }
     /* a huge quotient: shed digits (rounding half-even) */
-    while (q >= dec_limit()) {
-        agg_u128 d = q % 10;
+    while (q >= q_dec_ten34()) {
+        q_u128 d = q % 10;
         q /= 10;
         exp++;
         if (d > 5 || (d == 5 && (q & 1)))
             q++;
     }
-    return dec_join(na != nb, q, exp, r);
+    return q_dec_join(na != nb, q, exp, r);
 }
 
 bool agg_dec_mod(const bson_decimal128_t *a, const bson_decimal128_t *b, bson_decimal128_t *r)
 {
     bool na, nb;
-    agg_u128 ca, cb;
+    q_u128 ca, cb;
     int ea, eb;
-    if (!dec_split(a, &na, &ca, &ea) || !dec_split(b, &nb, &cb, &eb) || cb == 0)
+    if (q_dec_split(a, &na, &ca, &ea) != Q_DEC_FINITE || q_dec_split(b, &nb, &cb, &eb) != Q_DEC_FINITE || cb == 0)
         return false;
     int e = ea < eb ? ea : eb;
     for (int i = ea; i > e; i--) {
-        if (ca > dec_limit() * 1000)
+        if (ca > q_dec_ten34() * 1000)
             return false;
         ca *= 10;
     }
     for (int i = eb; i > e; i--) {
-        if (cb > dec_limit() * 1000)
+        if (cb > q_dec_ten34() * 1000)
             return false;
         cb *= 10;
     }
-    return dec_join(na, ca % cb, e, r); /* the sign of the dividend, as fmod */
+    return q_dec_join(na, ca % cb, e, r); /* the sign of the dividend, as fmod */
 }

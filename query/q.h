@@ -132,6 +132,21 @@ int q_value_cmp(const bson_iter_t *a, const bson_iter_t *b);
 /* The canonical type rank used by the order above (MinKey lowest). */
 int q_type_rank(bson_type_t t);
 
+/* ---- decimal128 (IEEE 754 BID) parts (q_decimal.c) ------------------------ */
+typedef unsigned __int128 q_u128;
+enum { Q_DEC_NAN, Q_DEC_NEG_INF, Q_DEC_FINITE, Q_DEC_POS_INF };
+/* 10^34: every canonical coefficient is below it. */
+static inline q_u128 q_dec_ten34(void)
+{
+    return (q_u128)100000000000000000ull * 100000000000000000ull;
+}
+/* The class of d and, when Q_DEC_FINITE, its value (-1)^neg * coef * 10^exp
+ * (a non-canonical coefficient reads as 0, as IEEE 754 says). */
+int q_dec_split(const bson_decimal128_t *d, bool *neg, q_u128 *coef, int *exp);
+/* d = (-1)^neg * coef * 10^exp, the exponent brought into range by moving
+ * zeros when the value allows; false when it does not fit 34 digits. */
+bool q_dec_join(bool neg, q_u128 coef, int exp, bson_decimal128_t *d);
+
 /* ---- matcher (q_match.c) ------------------------------------------------ */
 typedef struct q_matcher q_matcher;
 

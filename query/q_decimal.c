@@ -44,7 +44,6 @@
 #include "q.h"
 #include "q_path.h"
 
-typedef unsigned __int128 q_u128;
 
 /* ---- a bignum just big enough for c * 5^6111 and 5^6176 ------------------------- */
 
@@ -149,16 +148,7 @@ static void bn_sub(bn *a, const bn *b)
 
 /* ---- decimal128 (BID) ------------------------------------------------------------- */
 
-enum { DC_NAN, DC_NEG_INF, DC_FINITE, DC_POS_INF };
-
-static q_u128 ten34(void)
-{
-    return (q_u128)100000000000000000ull * 100000000000000000ull;
-}
-
-/* Class, sign, coefficient and exponent of a decimal128 (IEEE 754 BID):
- * value = (-1)^neg * coef * 10^exp.  Non-canonical coefficients are 0. */
-static int dec_split(const bson_decimal128_t *d, bool *neg, q_u128 *coef, int *exp)
+int q_dec_split(const bson_decimal128_t *d, bool *neg, q_u128 *coef, int *exp)
 {
     uint64_t hi = d->high;
     *neg = hi >> 63;
@@ -167,17 +157,34 @@ static int dec_split(const bson_decimal128_t *d, bool *neg, q_u128 *coef, int *e
     if (((hi >> 61) & 3) == 3) {
         unsigned top = (unsigned)(hi >> 58) & 0x1F;
         if (top == 0x1F)
-            return DC_NAN;
+            return Q_DEC_NAN;
         if (top == 0x1E)
-            return *neg ? DC_NEG_INF : DC_POS_INF;
+            return *neg ? Q_DEC_NEG_INF : Q_DEC_POS_INF;
         *exp = (int)((hi >> 47) & 0x3FFF) - 6176; /* 2^113 and up: not canonical */
-        return DC_FINITE;
+        return Q_DEC_FINITE;
     }
     *exp = (int)((hi >> 49) & 0x3FFF) - 6176;
     *coef = (q_u128)(hi & 0x1FFFFFFFFFFFFull) << 64 | d->low;
-    if (*coef >= ten34())
+    if (*coef >= q_dec_ten34())
         *coef = 0;
-    return DC_FINITE;
+    return Q_DEC_FINITE;
+}
+
+bool q_dec_join(bool neg, q_u128 coef, int exp, bson_decimal128_t *d)
+{
+    while (exp > 6111 && coef < q_dec_ten34() / 10) {
+        coef *= 10;
+        exp--;
+    }
+    while (exp < -6176 && coef % 10 == 0 && coef) {
+        coef /= 10;
+        exp++;
+    }
+    if (coef >= q_dec_ten34() || exp < -6176 || exp > 6111)
+        return false;
+    d->high = (uint64_t)neg << 63 | (uint64_t)(exp + 6176) << 49 | (uint64_t)(coef >> 64);
+    d->low = (uint64_t)coef;
+    return true;
 }
 
 /*
@@ -263,10 +270,10 @@ void q_key_number_decimal(q_buf *b, const bson_decimal128_t *d)
     q_u128 c;
     int q, e;
     uint64_t mant;
-    switch (dec_split(d, &neg, &c, &q)) {
-    case DC_NAN: q_buf_putc(b, 0x01); return;
-    case DC_NEG_INF: q_buf_putc(b, 0x02); return;
-    case DC_POS_INF: q_buf_putc(b, 0x06); return;
+    switch (q_dec_split(d, &neg, &c, &q)) {
+    case Q_DEC_NAN: q_buf_putc(b, 0x01); return;
+    case Q_DEC_NEG_INF: q_buf_putc(b, 0x02); return;
+    case Q_DEC_POS_INF: q_buf_putc(b, 0x06); return;
     default: break;
     }
     if (c == 0) {

@@ -227,7 +227,6 @@ static int cmp_numbers(const bson_iter_t *a, const bson_iter_t *b)
  * (about 19 digits).  A double operand becomes a 15-digit decimal, as
  * MongoDB's Decimal128(double) does.
  */
-typedef unsigned __int128 q_u128;
 
 void q_num_get(const bson_iter_t *it, q_num *n)
 {
@@ -244,39 +243,6 @@ void q_num_get(const bson_iter_t *it, q_num *n)
 static double num_double(const q_num *n)
 {
     return n->t == BSON_TYPE_INT32 ? n->i32 : n->t == BSON_TYPE_INT64 ? (double)n->i64 : n->d;
-}
-
-static q_u128 dec_max(void)
-{
-    return (q_u128)100000000000000000ull * 100000000000000000ull; /* 10^34 */
-}
-
-/* Finite decimal -> sign, coefficient, exponent; false for NaN and infinity. */
-static bool dec_decode(const bson_decimal128_t *d, bool *neg, q_u128 *coef, int *exp)
-{
-    uint64_t hi = d->high;
-    *neg = hi >> 63;
-    if (((hi >> 61) & 3) == 3) {
-        if (((hi >> 59) & 3) == 3)
-            return false;
-        *exp = (int)((hi >> 47) & 0x3FFF) - 6176;
-        *coef = 0; /* the large form always exceeds 34 digits: non-canonical zero */
-        return true;
-    }
-    *exp = (int)((hi >> 49) & 0x3FFF) - 6176;
-    *coef = (q_u128)(hi & 0x1FFFFFFFFFFFFull) << 64 | d->low;
-    if (*coef >= dec_max())
-        *coef = 0;
-    return true;
-}
-
-static bool dec_encode(bool neg, q_u128 coef, int exp, bson_decimal128_t *d)
-{
-    if (coef >= dec_max() || exp < -6176 || exp > 6111)
-        return false;
-    d->high = (uint64_t)neg << 63 | (uint64_t)(exp + 6176) << 49 | (uint64_t)(coef >> 64);
-    d->low = (uint64_t)coef;
-    return true;
 }
 
 static void num_to_dec(const q_num *n, bson_decimal128_t *out)
@@ -318,11 +284,11 @@ static void dec_ld(bool mul, const bson_decimal128_t *a, const bson_decimal128_t
 static bool dec_scale(q_u128 *c, int by)
 {
     for (; by > 0; by--) {
-        if (*c > dec_max())
+        if (*c > q_dec_ten34())
             return false;
         *c *= 10;
     }
-    return *c < dec_max();
+    return *c < q_dec_ten34();
 }
 
 /* Exact a + b or a * b when representable without rounding. */
@@ -332,18 +298,18 @@ static bool dec_exact(bool mul, const bson_decimal128_t *a, const bson_decimal12
     bool na, nb;
     q_u128 ca, cb, c;
     int ea, eb;
-    if (!dec_decode(a, &na, &ca, &ea) || !dec_decode(b, &nb, &cb, &eb))
+    if (q_dec_split(a, &na, &ca, &ea) != Q_DEC_FINITE || q_dec_split(b, &nb, &cb, &eb) != Q_DEC_FINITE)
         return false;
     if (mul)
-        return !__builtin_mul_overflow(ca, cb, &c) && dec_encode(na != nb, c, ea + eb, r);
+        return !__builtin_mul_overflow(ca, cb, &c) && q_dec_join(na != nb, c, ea + eb, r);
     int e = ea < eb ? ea : eb;
     if (!dec_scale(&ca, ea - e) || !dec_scale(&cb, eb - e))
         return false;
     if (na == nb)
-        return dec_encode(na, ca + cb, e, r);
+        return q_dec_join(na, ca + cb, e, r);
     if (ca >= cb)
-        return dec_encode(ca == cb ? false : na, ca - cb, e, r);
-    return dec_encode(nb, cb - ca, e, r);
+        return q_dec_join(ca == cb ? false : na, ca - cb, e, r);
+    return q_dec_join(nb, cb - ca, e, r);
 }
 
 static int type_order(bson_type_t t)
