@@ -22,40 +22,9 @@
 #include <string.h>
 
 #include "agg_expr.h"
+#include "t_bson_eq.h"
 
 #define CASE_DIR "tests/query/agg_expr"
-
-static bool val_equal(const bson_iter_t *a, const bson_iter_t *b);
-
-static bool doc_equal(const bson_iter_t *a, const bson_iter_t *b)
-{
-    bson_iter_t x, y;
-    if (!bson_iter_recurse(a, &x) || !bson_iter_recurse(b, &y))
-        return false;
-    for (;;) {
-        bool nx = bson_iter_next(&x), ny = bson_iter_next(&y);
-        if (nx != ny)
-            return false;
-        if (!nx)
-            return true;
-        if (strcmp(bson_iter_key(&x), bson_iter_key(&y)) || !val_equal(&x, &y))
-            return false;
-    }
-}
-
-static bool val_equal(const bson_iter_t *a, const bson_iter_t *b)
-{
-    if (bson_iter_type(a) != bson_iter_type(b))
-        return false;
-    if (BSON_ITER_HOLDS_DOCUMENT(a) || BSON_ITER_HOLDS_ARRAY(a))
-        return doc_equal(a, b);
-    if (BSON_ITER_HOLDS_DOUBLE(a)) {
-        double x = bson_iter_double(a), y = bson_iter_double(b);
-        return x == y || (x != x && y != y);
-    }
-    uint32_t la = a->next_off - a->d1, lb = b->next_off - b->d1;
-    return la == lb && !memcmp(a->raw + a->d1, b->raw + b->d1, la);
-}
 
 /* Rename every "$$x" key to "$x" (recursively), into out. */
 static void undouble(const bson_t *in, bson_t *out)
@@ -189,7 +158,7 @@ static void run_case(run *r, const char *file, int line, const bson_t *tc)
         bson_iter_t gi;
         if (out.value_type != BSON_TYPE_EOD)
             bson_append_value(&g, "v", 1, &out);
-        if (!bson_iter_init_find(&gi, &g, "v") || !val_equal(&want, &gi)) {
+        if (!bson_iter_init_find(&gi, &g, "v") || !t_value_equal(&want, &gi)) {
             char *got = value_json(&out);
             bson_value_t wv;
             bson_value_copy(bson_iter_value(&want), &wv);

@@ -32,6 +32,7 @@
 #include <criterion/criterion.h>
 #include <dirent.h>
 
+#include "t_bson_eq.h"
 #include "test_q_util.h"
 
 #define CONF_DIR "tests/query/conformance"
@@ -64,50 +65,6 @@ static void conf_fail(conf_run *r, const char *file, int line, const char *name,
     bson_free(s);
 }
 
-static bool conf_equal(const bson_iter_t *a, const bson_iter_t *b);
-
-/* Documents or arrays: same keys in the same order, equal values. */
-static bool conf_doc_equal(const bson_iter_t *a, const bson_iter_t *b)
-{
-    bson_iter_t x, y;
-    if (!bson_iter_recurse(a, &x) || !bson_iter_recurse(b, &y))
-        return false;
-    for (;;) {
-        bool nx = bson_iter_next(&x), ny = bson_iter_next(&y);
-        if (nx != ny)
-            return false;
-        if (!nx)
-            return true;
-        if (strcmp(bson_iter_key(&x), bson_iter_key(&y)) || !conf_equal(&x, &y))
-            return false;
-    }
-}
-
-/* Exact equality: same type, same value bytes (documents recursively). */
-static bool conf_equal(const bson_iter_t *a, const bson_iter_t *b)
-{
-    if (bson_iter_type(a) != bson_iter_type(b))
-        return false;
-    if (BSON_ITER_HOLDS_DOCUMENT(a) || BSON_ITER_HOLDS_ARRAY(a))
-        return conf_doc_equal(a, b);
-    if (BSON_ITER_HOLDS_DOUBLE(a)) {
-        double x = bson_iter_double(a), y = bson_iter_double(b);
-        return x == y || (x != x && y != y);
-    }
-    bson_value_t va, vb;
-    bson_value_copy(bson_iter_value((bson_iter_t *)a), &va);
-    bson_value_copy(bson_iter_value((bson_iter_t *)b), &vb);
-    bson_t da = BSON_INITIALIZER, db = BSON_INITIALIZER;
-    BSON_APPEND_VALUE(&da, "v", &va);
-    BSON_APPEND_VALUE(&db, "v", &vb);
-    bool eq = da.len == db.len && !memcmp(bson_get_data(&da), bson_get_data(&db), da.len);
-    bson_destroy(&da);
-    bson_destroy(&db);
-    bson_value_destroy(&va);
-    bson_value_destroy(&vb);
-    return eq;
-}
-
 static bool conf_subset(const bson_iter_t *want, const bson_t *got, char *why, size_t whylen);
 
 /* One listed field of a subset comparison. */
@@ -136,14 +93,14 @@ static bool conf_field(const bson_iter_t *w, const bson_iter_t *g, char *why, si
             if (!nx)
                 return true;
             if (!BSON_ITER_HOLDS_DOCUMENT(&x) || !BSON_ITER_HOLDS_DOCUMENT(&y))
-                return conf_equal(&x, &y);
+                return t_value_equal(&x, &y);
             bson_iter_document(&y, &l, &d);
             bson_init_static(&sub, d, l);
             if (!conf_subset(&x, &sub, why, whylen))
                 return false;
         }
     }
-    if (!conf_equal(w, g)) {
+    if (!t_value_equal(w, g)) {
         snprintf(why, whylen, "field '%s' differs", k);
         return false;
     }
@@ -254,7 +211,7 @@ static void conf_check(conf_run *r, md_db *db, const char *file, int line, const
     if (bson_iter_init_find(&it, tc, "expectDocs")) {
         bson_t *docs = conf_docs(db);
         bson_iter_init_find(&g, docs, "docs");
-        if (!conf_equal(&it, &g)) {
+        if (!t_value_equal(&it, &g)) {
             char *js = bson_as_relaxed_extended_json(docs, NULL);
             conf_fail(r, file, line, name, "documents afterwards differ: %s", js);
             bson_free(js);
