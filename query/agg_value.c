@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "agg_expr_int.h"
+#include "q_path.h"
 
 /* ---- comparison ----------------------------------------------------------- */
 
@@ -35,8 +36,24 @@ static void wrap(bson_t *b, const bson_value_t *v, bson_type_t missing_as, bson_
     bson_iter_next(it);
 }
 
+/* An int32, int64 or double as a long double (exact for all three). */
+static bool binary_number(const bson_value_t *v, long double *ld)
+{
+    switch (v->value_type) {
+    case BSON_TYPE_INT32: *ld = v->value.v_int32; return true;
+    case BSON_TYPE_INT64: *ld = (long double)v->value.v_int64; return true;
+    case BSON_TYPE_DOUBLE: *ld = v->value.v_double; return true;
+    default: return false;
+    }
+}
+
 static int cmp_as(const bson_value_t *a, const bson_value_t *b, bson_type_t missing_as)
 {
+    /* two binary numbers (what $sort and $group mostly meet) compare as
+     * q_value_cmp's cmp_numbers does, without wrapping both in documents */
+    long double x, y;
+    if (binary_number(a, &x) && binary_number(b, &y))
+        return q_ld_cmp(x, y);
     bson_t da, db;
     bson_iter_t ia, ib;
     wrap(&da, a, missing_as, &ia);
