@@ -525,6 +525,33 @@ int agg_expr_parse_object(const bson_t *doc, agg_scope *s, agg_expr **out, md_er
     return parse_object_fields(bson_get_data(doc), doc->len, s, out, err);
 }
 
+/* Fill kid[i] for each field of the object arg named names[i] (kid gets n
+ * slots, NULL where a name is absent).  An unknown field is unknown_code
+ * with unknown_fmt, which formats the operator's name and the field. */
+int agg_parse_named(agg_expr *e, const bson_iter_t *arg, agg_scope *s, const char *const *names,
+                    size_t n, int unknown_code, const char *unknown_fmt, md_error *err)
+{
+    bson_iter_t x;
+    for (size_t i = 0; i < n; i++)
+        agg_node_add(e, NULL);
+    bson_iter_recurse(arg, &x);
+    while (bson_iter_next(&x)) {
+        const char *k = bson_iter_key(&x);
+        size_t i = 0;
+        while (i < n && strcmp(names[i], k))
+            i++;
+        if (i == n)
+            return agg_err(err, unknown_code, unknown_fmt, e->op->name, k);
+        agg_expr *kid;
+        int rc = agg_expr_parse(&x, s, &kid, err);
+        if (rc)
+            return rc;
+        agg_expr_destroy(e->kid[i]);
+        e->kid[i] = kid;
+    }
+    return 0;
+}
+
 /* The arguments of an nary operator: an array is the list, anything else a
  * list of one. */
 int agg_parse_nary(agg_expr *e, const bson_iter_t *arg, agg_scope *s, md_error *err)

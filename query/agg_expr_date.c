@@ -123,19 +123,10 @@ static int part_parse(agg_expr *e, const bson_iter_t *arg, agg_scope *s, md_erro
             agg_node_add(e, NULL);
             return 0;
         }
-        agg_node_add(e, NULL);
-        agg_node_add(e, NULL);
-        bson_iter_recurse(arg, &x);
-        while (bson_iter_next(&x)) {
-            const char *k = bson_iter_key(&x);
-            int i = !strcmp(k, "date") ? 0 : !strcmp(k, "timezone") ? 1 : -1;
-            if (i < 0)
-                return agg_err(err, 40535, "unrecognized option to %s: \"%s\"", op, k);
-            if ((rc = agg_expr_parse(&x, s, &kid, err)))
-                return rc;
-            agg_expr_destroy(e->kid[i]);
-            e->kid[i] = kid;
-        }
+        static const char *const names[2] = {"date", "timezone"};
+        if ((rc = agg_parse_named(e, arg, s, names, 2, 40535,
+                                  "unrecognized option to %s: \"%s\"", err)))
+            return rc;
         if (!e->kid[0])
             return agg_err(err, 40539, "missing 'date' argument to %s", op);
         return 0;
@@ -231,35 +222,6 @@ PART_FN(isoweek_eval, P_ISOWEEK)
 PART_FN(isoyear_eval, P_ISOYEAR)
 PART_FN(isoday_eval, P_ISODAY)
 
-/* ---- named-argument parsing shared by the object forms ------------------------------- */
-
-/* Fill kid[i] for each field of arg named names[i] (kid has n slots);
- * unknown fields are `unknown_code` with "<msg>: <field>". */
-static int named_parse(agg_expr *e, const bson_iter_t *arg, agg_scope *s, md_error *err,
-                       const char *const *names, size_t n, int unknown_code,
-                       const char *unknown_msg)
-{
-    bson_iter_t x;
-    for (size_t i = 0; i < n; i++)
-        agg_node_add(e, NULL);
-    bson_iter_recurse(arg, &x);
-    while (bson_iter_next(&x)) {
-        const char *k = bson_iter_key(&x);
-        size_t i = 0;
-        while (i < n && strcmp(names[i], k))
-            i++;
-        if (i == n)
-            return agg_err(err, unknown_code, "%s: %s", unknown_msg, k);
-        agg_expr *kid;
-        int rc = agg_expr_parse(&x, s, &kid, err);
-        if (rc)
-            return rc;
-        agg_expr_destroy(e->kid[i]);
-        e->kid[i] = kid;
-    }
-    return 0;
-}
-
 /* ---- $dateToString --------------------------------------------------------------------- */
 
 /* TimeZone::validateToStringFormat. */
@@ -352,8 +314,7 @@ static int to_string_parse(agg_expr *e, const bson_iter_t *arg, agg_scope *s, md
 {
     if (!BSON_ITER_HOLDS_DOCUMENT(arg))
         return agg_err(err, 18629, "$dateToString only supports an object as its argument");
-    int rc = named_parse(e, arg, s, err, to_string_args, 4, 18534,
-                         "Unrecognized argument to $dateToString");
+    int rc = agg_parse_named(e, arg, s, to_string_args, 4, 18534, "Unrecognized argument to %s: %s", err);
     if (!rc && !e->kid[0])
         rc = agg_err(err, 18628, "Missing 'date' parameter to $dateToString");
     return rc;
@@ -648,8 +609,7 @@ static int from_string_parse(agg_expr *e, const bson_iter_t *arg, agg_scope *s, 
     if (!BSON_ITER_HOLDS_DOCUMENT(arg))
         return agg_err(err, 40540, "$dateFromString only supports an object as an argument, found: %s",
                        q_type_name(bson_iter_type(arg)));
-    int rc = named_parse(e, arg, s, err, from_string_args, 5, 40541,
-                         "Unrecognized argument to $dateFromString");
+    int rc = agg_parse_named(e, arg, s, from_string_args, 5, 40541, "Unrecognized argument to %s: %s", err);
     if (!rc && !e->kid[0])
         rc = agg_err(err, 40542, "Missing 'dateString' parameter to $dateFromString");
     return rc;
@@ -736,8 +696,7 @@ static int from_parts_parse(agg_expr *e, const bson_iter_t *arg, agg_scope *s, m
 {
     if (!BSON_ITER_HOLDS_DOCUMENT(arg))
         return agg_err(err, 40519, "$dateFromParts only supports an object as its argument");
-    int rc = named_parse(e, arg, s, err, from_parts_args, 11, 40518,
-                         "Unrecognized argument to $dateFromParts");
+    int rc = agg_parse_named(e, arg, s, from_parts_args, 11, 40518, "Unrecognized argument to %s: %s", err);
     if (rc)
         return rc;
     bool natural = e->kid[FP_YEAR] || e->kid[FP_MONTH] || e->kid[FP_DAY];
@@ -830,8 +789,7 @@ static int to_parts_parse(agg_expr *e, const bson_iter_t *arg, agg_scope *s, md_
 {
     if (!BSON_ITER_HOLDS_DOCUMENT(arg))
         return agg_err(err, 40524, "$dateToParts only supports an object as its argument");
-    int rc = named_parse(e, arg, s, err, to_parts_args, 3, 40520,
-                         "Unrecognized argument to $dateToParts");
+    int rc = agg_parse_named(e, arg, s, to_parts_args, 3, 40520, "Unrecognized argument to %s: %s", err);
     if (!rc && !e->kid[0])
         rc = agg_err(err, 40522, "Missing 'date' parameter to $dateToParts");
     return rc;

@@ -73,6 +73,11 @@ agg_expr *agg_node_new(int kind);
 void agg_node_add(agg_expr *e, agg_expr *kid);
 /* Parse arg as MongoDB's nary operand list into e->kid, arity checked. */
 int agg_parse_nary(agg_expr *e, const bson_iter_t *arg, agg_scope *s, md_error *err);
+/* The object form {name: <expr>, ...}: kid[i] is the field names[i] (NULL
+ * when absent); an unknown field is unknown_code, its message
+ * unknown_fmt formatted with the operator's name and the field. */
+int agg_parse_named(agg_expr *e, const bson_iter_t *arg, agg_scope *s, const char *const *names,
+                    size_t n, int unknown_code, const char *unknown_fmt, md_error *err);
 /* Variables a body defines ($let, $map's as, $reduce's value/this): push
  * binds name to a fresh slot for the parse of the body; pop forgets the
  * names pushed since mark (slots stay allocated). */

@@ -108,23 +108,9 @@ static int cond_parse(agg_expr *e, const bson_iter_t *arg, agg_scope *s, md_erro
         return agg_parse_nary(e, arg, s, err);
     static const char *const names[3] = {"if", "then", "else"};
     static const int missing_code[3] = {17080, 17081, 17082};
-    bson_iter_t x;
-    agg_node_add(e, NULL);
-    agg_node_add(e, NULL);
-    agg_node_add(e, NULL);
-    bson_iter_recurse(arg, &x);
-    while (bson_iter_next(&x)) {
-        const char *k = bson_iter_key(&x);
-        int i = !strcmp(k, "if") ? 0 : !strcmp(k, "then") ? 1 : !strcmp(k, "else") ? 2 : -1;
-        if (i < 0)
-            return agg_err(err, 17083, "Unrecognized parameter to $cond: %s", k);
-        agg_expr *kid;
-        int rc = agg_expr_parse(&x, s, &kid, err);
-        if (rc)
-            return rc;
-        agg_expr_destroy(e->kid[i]);
-        e->kid[i] = kid;
-    }
+    int rc = agg_parse_named(e, arg, s, names, 3, 17083, "Unrecognized parameter to %s: %s", err);
+    if (rc)
+        return rc;
     for (int i = 0; i < 3; i++)
         if (!e->kid[i])
             return agg_err(err, missing_code[i], "Missing '%s' parameter to $cond", names[i]);

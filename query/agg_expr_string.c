@@ -503,25 +503,13 @@ static int split_eval(const agg_expr *e, agg_vars *vars, bson_value_t *out, md_e
 static int trim_parse(agg_expr *e, const bson_iter_t *arg, agg_scope *s, md_error *err)
 {
     const char *name = e->op->name;
-    bson_iter_t x;
     if (!BSON_ITER_HOLDS_DOCUMENT(arg))
         return agg_err(err, 50696, "%s only supports an object as an argument, found %s", name,
                        q_type_name(bson_iter_type(arg)));
-    agg_node_add(e, NULL);
-    agg_node_add(e, NULL);
-    bson_iter_recurse(arg, &x);
-    while (bson_iter_next(&x)) {
-        const char *k = bson_iter_key(&x);
-        int i = !strcmp(k, "input") ? 0 : !strcmp(k, "chars") ? 1 : -1;
-        if (i < 0)
-            return agg_err(err, 50694, "%s found an unknown argument: %s", name, k);
-        agg_expr *kid;
-        int rc = agg_expr_parse(&x, s, &kid, err);
-        if (rc)
-            return rc;
-        agg_expr_destroy(e->kid[i]);
-        e->kid[i] = kid;
-    }
+    static const char *const names[2] = {"input", "chars"};
+    int rc = agg_parse_named(e, arg, s, names, 2, 50694, "%s found an unknown argument: %s", err);
+    if (rc)
+        return rc;
     if (!e->kid[0])
         return agg_err(err, 50695, "%s requires an 'input' field", name);
     return 0;
@@ -628,25 +616,13 @@ out:
 /* {input, regex, options}: kid[0..2]. */
 static int regex_parse(agg_expr *e, const bson_iter_t *arg, agg_scope *s, md_error *err)
 {
-    bson_iter_t x;
     if (!BSON_ITER_HOLDS_DOCUMENT(arg))
         return agg_err(err, 51103, "$regexMatch expects an object of named arguments but found: %s",
                        q_type_name(bson_iter_type(arg)));
-    for (int i = 0; i < 3; i++)
-        agg_node_add(e, NULL);
-    bson_iter_recurse(arg, &x);
-    while (bson_iter_next(&x)) {
-        const char *k = bson_iter_key(&x);
-        int i = !strcmp(k, "input") ? 0 : !strcmp(k, "regex") ? 1 : !strcmp(k, "options") ? 2 : -1;
-        if (i < 0)
-            return agg_err(err, 31024, "$regexMatch found an unknown field: %s", k);
-        agg_expr *kid;
-        int rc = agg_expr_parse(&x, s, &kid, err);
-        if (rc)
-            return rc;
-        agg_expr_destroy(e->kid[i]);
-        e->kid[i] = kid;
-    }
+    static const char *const names[3] = {"input", "regex", "options"};
+    int rc = agg_parse_named(e, arg, s, names, 3, 31024, "%s found an unknown field: %s", err);
+    if (rc)
+        return rc;
     if (!e->kid[0])
         return agg_err(err, 31022, "$regexMatch requires 'input' parameter");
     if (!e->kid[1])

@@ -388,31 +388,15 @@ static int target_type(const bson_value_t *to, bson_type_t *t, md_error *err)
 /* {input, to, onError, onNull}: kid[0..3]. */
 static int convert_parse(agg_expr *e, const bson_iter_t *arg, agg_scope *s, md_error *err)
 {
-    bson_iter_t x;
     if (!BSON_ITER_HOLDS_DOCUMENT(arg))
         return agg_err(err, CODE_FAILED_TO_PARSE,
                        "$convert expects an object of named arguments but found: %s",
                        q_type_name(bson_iter_type(arg)));
-    for (int i = 0; i < 4; i++)
-        agg_node_add(e, NULL);
-    bson_iter_recurse(arg, &x);
-    while (bson_iter_next(&x)) {
-        const char *k = bson_iter_key(&x);
-        int i = !strcmp(k, "input")     ? 0
-                : !strcmp(k, "to")      ? 1
-                : !strcmp(k, "onError") ? 2
-                : !strcmp(k, "onNull")  ? 3
-                                        : -1;
-        if (i < 0)
-            return agg_err(err, CODE_FAILED_TO_PARSE, "$convert found an unknown argument: %s",
-                           k);
-        agg_expr *kid;
-        int rc = agg_expr_parse(&x, s, &kid, err);
-        if (rc)
-            return rc;
-        agg_expr_destroy(e->kid[i]);
-        e->kid[i] = kid;
-    }
+    static const char *const names[4] = {"input", "to", "onError", "onNull"};
+    int rc = agg_parse_named(e, arg, s, names, 4, CODE_FAILED_TO_PARSE,
+                             "%s found an unknown argument: %s", err);
+    if (rc)
+        return rc;
     if (!e->kid[0])
         return agg_err(err, CODE_FAILED_TO_PARSE, "Missing 'input' parameter to $convert");
     if (!e->kid[1])
