@@ -522,7 +522,7 @@ static void keys_with_array(kgen *g, const char *const *names, const kfield *fix
     if (!bson_iter_recurse(&arr, &x) || !bson_iter_next(&x)) {
         kfield undef = {KF_UNDEF, arr};
         kpos none[Q_KEY_MAX_FIELDS];
-        memset(none, 0, sizeof none);
+        memset(none, 0, g->n * sizeof *none);
         g->out->multikey |= expand;
         arr_elt_fixed(g, fn, fx, &undef, &arr, arr_idx, true, nnf, none);
         return;
@@ -569,7 +569,7 @@ int q_index_keys(const bson_t *pattern, const bson_t *doc, bool sparse, q_keyset
         return rc;
     kfield fx[Q_KEY_MAX_FIELDS];
     kpos none[Q_KEY_MAX_FIELDS];
-    memset(none, 0, sizeof none);
+    memset(none, 0, g.n * sizeof *none);
     for (size_t i = 0; i < g.n; i++)
         fx[i].kind = KF_NULL;
     keys_with_array(&g, g.field, fx, bson_get_data(doc), doc->len, 0, none);
