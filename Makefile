@@ -9,7 +9,9 @@
 #   make check      alias of test
 #   make crash      the long crash-recovery run (tests/crash)
 #   make test-tsan  the threaded stress programs (tests/*/tsan_*.c) under
-#                   ThreadSanitizer
+#                   ThreadSanitizer, then the server (a ThreadSanitizer build
+#                   of the minidoc program) under tests/server/test_drivers.sh:
+#                   a race makes the server exit and the script fail
 #   make bench      build the benchmark programs (build/bench/*); the only
 #                   target that needs liblmdb-dev, libwiredtiger-dev and
 #                   gnuplot-nox (make patterns wants gnuplot-nox for plots)
@@ -280,6 +282,10 @@ test-tsan: deps
 	        -fsanitize=thread $(LDLIBS) -o $$bin || exit 1; \
 	    TSAN_OPTIONS=halt_on_error=1 $$bin || exit 1; \
 	done
+	@$(MAKE) --no-print-directory SANITIZER=thread build-thread/minidoc
+	TSAN_OPTIONS=halt_on_error=1 MINIDOC=build-thread/minidoc BUILD=build-thread \
+	    NPM_DIR=$(NPM_DIR) MONGOC_EXAMPLE=$(BUILD)/tests/server/mongoc_example \
+	    tests/server/test_drivers.sh
 
 # libFuzzer harnesses (clang): tests/fuzz/fuzz_NAME.c, its committed seeds in
 # tests/fuzz/corpus/NAME/ and the sources it needs in FUZZ_SRCS_NAME, built

@@ -174,7 +174,8 @@ int md_gridfs_open_upload(md_gridfs *fs, const char *filename, const bson_t *opt
     *out = NULL;
     if (!filename)
         return gridfs_err(err, MD_EINVAL, MD_CODE_BAD_VALUE, "a GridFS file needs a filename");
-    md_gridfs_file *f = calloc(1, sizeof *f);
+    /* holds a bson_t: its alignment, not calloc's */
+    md_gridfs_file *f = bson_aligned_alloc0(BSON_ALIGNOF(md_gridfs_file), sizeof *f);
     if (!f)
         return gridfs_err(err, MD_ENOMEM, MD_CODE_INTERNAL_ERROR, "out of memory");
     f->fs = fs;
@@ -284,7 +285,7 @@ static int download_open(md_gridfs *fs, const bson_t *file, md_gridfs_file **out
                          md_error *err)
 {
     bson_iter_t it;
-    md_gridfs_file *f = calloc(1, sizeof *f);
+    md_gridfs_file *f = bson_aligned_alloc0(BSON_ALIGNOF(md_gridfs_file), sizeof *f);
     if (!f)
         return gridfs_err(err, MD_ENOMEM, MD_CODE_INTERNAL_ERROR, "out of memory");
     f->fs = fs;

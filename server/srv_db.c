@@ -48,7 +48,7 @@ struct srv_dbs {
 
 int srv_dbs_new(const char *dir, const char *engine, const bson_t *open_opts, srv_dbs **out)
 {
-    srv_dbs *d = calloc(1, sizeof *d);
+    srv_dbs *d = bson_aligned_alloc0(BSON_ALIGNOF(srv_dbs), sizeof *d); /* a bson_t inside */
     if (!d)
         return MD_ENOMEM;
     d->dir = strdup(dir);
@@ -289,7 +289,8 @@ int srv_dbs_list(srv_dbs *d, bool name_only, bson_t *databases, int64_t *total, 
         names[n++] = strdup(de->d_name);
     }
     closedir(dh);
-    qsort(names, n, sizeof *names, cmp_names);
+    if (n)
+        qsort(names, n, sizeof *names, cmp_names);
     for (size_t i = 0; i < n; i++) {
         srv_db *e;
         char key[16], path[4096];

@@ -112,7 +112,7 @@ int srv_conn_count(const srv *s, int64_t *total_created)
 
 int srv_new(const srv_config *cfg, srv **out, md_error *err)
 {
-    srv *s = calloc(1, sizeof *s);
+    srv *s = bson_aligned_alloc0(BSON_ALIGNOF(srv), sizeof *s); /* a bson_t inside */
     if (!s)
         return md_error_set(err, MD_ENOMEM, MD_CODE_INTERNAL_ERROR, "out of memory");
     s->cfg = *cfg;

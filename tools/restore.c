@@ -63,7 +63,7 @@ typedef struct rs_coll {
 typedef struct rs_state {
     rs_opts *o;
     md_db *db;
-    rs_coll *c;
+    rs_coll **c; /* each on its own: a bson_t must not move once it grew */
     size_t n, cap;
     int64_t restored, failures;
     bool error, stop;
@@ -135,14 +135,14 @@ static int parse(int argc, char **argv, rs_opts *o)
 static rs_coll *add_coll(rs_state *st, const char *dbname, const char *coll)
 {
     for (size_t k = 0; k < st->n; k++)
-        if (strcmp(st->c[k].db, dbname) == 0 && strcmp(st->c[k].coll, coll) == 0)
-            return &st->c[k];
+        if (strcmp(st->c[k]->db, dbname) == 0 && strcmp(st->c[k]->coll, coll) == 0)
+            return st->c[k];
     if (st->n == st->cap) {
         st->cap = st->cap ? st->cap * 2 : 16;
         st->c = realloc(st->c, st->cap * sizeof *st->c);
     }
-    rs_coll *c = &st->c[st->n++];
-    memset(c, 0, sizeof *c);
+    rs_coll *c = bson_aligned_alloc0(BSON_ALIGNOF(rs_coll), sizeof *c);
+    st->c[st->n++] = c;
     c->db = strdup(dbname);
     c->coll = strdup(coll);
     bson_init(&c->batch);
@@ -156,7 +156,7 @@ static void select_colls(rs_state *st)
     bool several = false;
     char ns[1024];
     for (size_t k = 0; k < st->n; k++) {
-        rs_coll *c = &st->c[k];
+        rs_coll *c = st->c[k];
         snprintf(ns, sizeof ns, "%s.%s", c->db, c->coll);
         c->selected = st->o->ninclude == 0 && strncmp(c->coll, "system.", 7) != 0;
         for (int p = 0; p < st->o->ninclude; p++)
@@ -172,7 +172,7 @@ static void select_colls(rs_state *st)
     if (!several)
         return;
     for (size_t k = 0; k < st->n; k++) {
-        rs_coll *c = &st->c[k];
+        rs_coll *c = st->c[k];
         if (c->selected && strcmp(c->db, md_db_name(st->db)) != 0) {
             fprintf(stderr,
                     "skipping %s.%s: the dump holds several databases and this one is "
@@ -470,7 +470,7 @@ static int restore_dir(rs_state *st)
     size_t cap = 0;
     char msg[256];
     for (size_t k = 0; k < st->n && !st->stop; k++) {
-        rs_coll *c = &st->c[k];
+        rs_coll *c = st->c[k];
         if (!c->selected)
             continue;
         if (c->bson_path) {
@@ -570,8 +570,8 @@ static int restore_archive(rs_state *st)
                                                            : 0;
         rs_coll *c = NULL;
         for (size_t k = 0; k < st->n; k++)
-            if (strcmp(st->c[k].db, dbn) == 0 && strcmp(st->c[k].coll, coll) == 0)
-                c = &st->c[k];
+            if (strcmp(st->c[k]->db, dbn) == 0 && strcmp(st->c[k]->coll, coll) == 0)
+                c = st->c[k];
         if (!c || c->eof) {
             fprintf(stderr, "%s: %s: %s for %s.%s, not in the prelude\n", PROG, what,
                     c ? "data after the end" : "data", dbn, coll);
@@ -614,12 +614,12 @@ static int restore_archive(rs_state *st)
         goto out;
     }
     for (size_t k = 0; k < st->n && !st->stop; k++)
-        if (!st->c[k].eof) {
+        if (!st->c[k]->eof) {
             fprintf(stderr, "%s: %s: archive ends before the EOF of %s.%s\n", PROG, what,
-                    st->c[k].db, st->c[k].coll);
+                    st->c[k]->db, st->c[k]->coll);
             st->error = true;
-            if (st->c[k].selected)
-                finish(st, &st->c[k]);
+            if (st->c[k]->selected)
+                finish(st, st->c[k]);
         }
     rc = 0;
 out:
@@ -644,13 +644,14 @@ int tool_restore_main(int argc, char **argv)
         fprintf(stderr, "%lld document(s) restored successfully. %lld document(s) failed to "
                 "restore.\n", (long long)st.restored, (long long)st.failures);
     for (size_t k = 0; k < st.n; k++) {
-        rs_coll *c = &st.c[k];
+        rs_coll *c = st.c[k];
         free(c->db);
         free(c->coll);
         free(c->bson_path);
         free(c->meta_path);
         free(c->meta_json);
         bson_destroy(&c->batch);
+        bson_free(c);
     }
     free(st.c);
     md_db_close(st.db);
