@@ -66,7 +66,7 @@ struct srv {
     int listen_fd;
     int port;
     int stop_pipe[2];
-    volatile sig_atomic_t stopping;
+    int stopping; /* set by a signal handler, read by every thread: __atomic */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     conn_node *conns;
@@ -171,7 +171,7 @@ int srv_new(const srv_config *cfg, srv **out, md_error *err)
 
 void srv_stop(srv *s)
 {
-    s->stopping = 1;
+    __atomic_store_n(&s->stopping, 1, __ATOMIC_RELAXED);
     if (s->stop_pipe[1] >= 0) {
         char b = 1;
         ssize_t r = write(s->stop_pipe[1], &b, 1);
@@ -218,7 +218,7 @@ static int wait_readable(srv_conn *c, const char **why)
     srv *s = c->server;
     int64_t start = srv_now_ms();
     for (;;) {
-        if (s->stopping) {
+        if (__atomic_load_n(&s->stopping, __ATOMIC_RELAXED)) {
             *why = "shutdown";
             return 0;
         }
@@ -355,7 +355,7 @@ static void *conn_main(void *arg)
     conn_node *node = arg;
     srv_conn *c = &node->c;
     srv *s = c->server;
-    while (!s->stopping && serve_one(c))
+    while (!__atomic_load_n(&s->stopping, __ATOMIC_RELAXED) && serve_one(c))
         ;
     close(c->fd);
     pthread_mutex_lock(&s->mu);
@@ -462,7 +462,7 @@ int srv_run(srv *s)
     BSON_APPEND_UTF8(&a, "ssl", "off");
     srv_log(SRV_LOG_I, "NETWORK", 23016, "listener", "Waiting for connections", &a);
     bson_destroy(&a);
-    while (!s->stopping) {
+    while (!__atomic_load_n(&s->stopping, __ATOMIC_RELAXED)) {
         struct pollfd p[2] = {{.fd = s->listen_fd, .events = POLLIN},
                               {.fd = s->stop_pipe[0], .events = POLLIN}};
         int r = poll(p, 2, 1000);
