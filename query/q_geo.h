@@ -156,6 +156,11 @@ void q_s2_key(uint64_t id, q_buf *out);
 /* The smallest distance (p's units) of the geometries doc holds at path,
  * or -1 when it holds none. */
 double q_geo_doc_distance(const q_geo_pred *p, const char *path, const bson_t *doc);
+/* The same, and the location value that has it (the $geoNear stage's
+ * includeLocs): a copy into *loc the caller bson_value_destroy()s, or
+ * BSON_TYPE_EOD when the document holds none. */
+double q_geo_doc_nearest(const q_geo_pred *p, const char *path, const bson_t *doc,
+                         bson_value_t *loc);
 /* Key intervals of geo index ix: for a NEAR p, the region within r (p's
  * units) of its center; else p's region.  False when ix cannot serve. */
 bool q_geo_region_ivals(const q_index *ix, const q_geo_pred *p, double r, q_ival **iv,

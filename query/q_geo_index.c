@@ -357,14 +357,21 @@ int q_geo_doc_keys(const q_index *ix, const bson_t *doc, q_keyset *out, md_error
 typedef struct dctx {
     const q_geo_pred *p;
     double best;
+    bson_value_t *loc; /* the nearest location, when wanted */
 } dctx;
 
 static bool dist_of_value(void *vc, const bson_iter_t *v)
 {
     dctx *d = vc;
     double x = q_geo_pred_distance(d->p, v);
-    if (x >= 0 && (d->best < 0 || x < d->best))
+    if (x >= 0 && (d->best < 0 || x < d->best)) {
         d->best = x;
+        if (d->loc) {
+            if (d->loc->value_type != BSON_TYPE_EOD)
+                bson_value_destroy(d->loc);
+            bson_value_copy(bson_iter_value((bson_iter_t *)v), d->loc);
+        }
+    }
     return true;
 }
 
@@ -373,11 +380,19 @@ static bool dist_of_field(void *vc, const bson_iter_t *v)
     return each_geo_value(v, dist_of_value, vc);
 }
 
-double q_geo_doc_distance(const q_geo_pred *p, const char *path, const bson_t *doc)
+double q_geo_doc_nearest(const q_geo_pred *p, const char *path, const bson_t *doc,
+                         bson_value_t *loc)
 {
-    dctx d = {p, -1};
+    dctx d = {p, -1, loc};
+    if (loc)
+        loc->value_type = BSON_TYPE_EOD;
     walk(bson_get_data(doc), doc->len, path, dist_of_field, &d, 0);
     return d.best;
+}
+
+double q_geo_doc_distance(const q_geo_pred *p, const char *path, const bson_t *doc)
+{
+    return q_geo_doc_nearest(p, path, doc, NULL);
 }
 
 /* ---- bounds -------------------------------------------------------------------------- */
