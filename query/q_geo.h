@@ -145,12 +145,16 @@ void q_geo2d_box_ranges(const q_geo_params *gp, q_geo_pt lo, q_geo_pt hi, q_ival
 
 /* 2dsphere (q_geo_s2.c) */
 uint64_t q_s2_cell_of(q_geo_vec p, int level);
-/* The covering of g (cells between coarsest and finest, at most max_cells
- * as the coverer allows): ids into *ids (malloc'ed). */
+/* The covering of g (cells that meet g, between coarsest and finest, at
+ * most max_cells as the coverer allows; a point: its leaf cell): ids into
+ * *ids (malloc'ed). */
 void q_s2_cover_geo(const q_geo *g, const q_geo_params *gp, uint64_t **ids, size_t *n);
 /* Key intervals of the cap (center, angle): every cell key the index can
  * hold for a geometry that meets the cap. */
 void q_s2_cap_ranges(q_geo_vec c, double angle, const q_geo_params *gp, q_ival **iv, size_t *n);
+/* The same for the cells that meet geometry g ($geometry of $geoWithin /
+ * $geoIntersects). */
+void q_s2_geo_ranges(const q_geo *g, const q_geo_params *gp, q_ival **iv, size_t *n);
 void q_s2_key(uint64_t id, q_buf *out);
 
 /* The smallest distance (p's units) of the geometries doc holds at path,

@@ -429,10 +429,11 @@ bool q_geo_region_ivals(const q_index *ix, const q_geo_pred *p, double r, q_ival
         if (gp->kind == Q_GEO_2DSPHERE) {
             if (flat)
                 return false;
-            q_geo_vec c;
-            double a;
-            q_geo_cap(g, &c, &a);
-            q_s2_cap_ranges(c, a, gp, iv, n);
+            if (g->type == QG_CENTER_SPHERE) {
+                q_s2_cap_ranges(q_geo_vec_of(g->pts[0]), fmin(g->radius, M_PI), gp, iv, n);
+            } else {
+                q_s2_geo_ranges(g, gp, iv, n);
+            }
         } else {
             if (p->op != QGP_WITHIN)
                 return false;

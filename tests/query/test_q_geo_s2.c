@@ -115,3 +115,219 @@ Test(q_geo_s2, faces_of_the_axes)
         cr_assert_eq((int)(id >> 61), f, "lat %g lng %g", ll[f][0], ll[f][1]);
     }
 }
+
+/* ---- coverings of non-point geometries ------------------------------------------ */
+
+static double rnd(unsigned *s, double lo, double hi)
+{
+    *s = *s * 1103515245u + 12345u;
+    return lo + (hi - lo) * ((*s >> 8) & 0xFFFFFF) / 16777216.0;
+}
+
+static q_geo *parse_json(const char *json)
+{
+    bson_t *b = bson_new_from_json((const uint8_t *)json, -1, NULL);
+    bson_iter_t it;
+    q_geo *g = NULL;
+    cr_assert(b && bson_iter_init_find(&it, b, "g"));
+    cr_assert_eq(q_geo_parse(&it, &g, NULL), 0, "%s", json);
+    bson_destroy(b);
+    return g;
+}
+
+static bool covered(const uint64_t *ids, size_t n, uint64_t leaf)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint64_t l = ids[i] & (~ids[i] + 1);
+        if (leaf >= ids[i] - (l - 1) && leaf <= ids[i] + (l - 1))
+            return true;
+    }
+    return false;
+}
+
+/* The covering of a polygon holds every point of it (sampled), at most
+ * maxCellsInCovering cells of the indexed levels, and leaves out points
+ * of its bounding cap far from it. */
+Test(q_geo_s2, polygon_covering_is_complete_and_tight)
+{
+    q_geo_params gp;
+    bson_t spec = BSON_INITIALIZER;
+    q_geo_params_init(&gp, &spec);
+    bson_destroy(&spec);
+    /* a thin diagonal strip from (0, 0) to (20, 20), half a degree wide */
+    q_geo *g = parse_json("{\"g\": {\"type\": \"Polygon\", \"coordinates\": [[[0, 0], [0.5, 0], "
+                          "[20.5, 20], [20.5, 20.5], [20, 20.5], [0, 0.5], [0, 0]]]}}");
+    uint64_t *ids;
+    size_t n;
+    q_s2_cover_geo(g, &gp, &ids, &n);
+    cr_assert(n >= 1 && n <= (size_t)gp.max_cells, "%zu cells", n);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t id = ids[i], l = id & (~id + 1);
+        int level = 30;
+        while (!(l & 1))
+            l >>= 2, level--;
+        cr_assert(level >= gp.coarsest && level <= gp.finest, "level %d", level);
+    }
+    unsigned s = 9;
+    int inside = 0, far_out = 0;
+    for (int k = 0; k < 20000; k++) {
+        q_geo_pt p = {rnd(&s, -1, 21), rnd(&s, -1, 21)};
+        q_geo pt = {.type = QG_POINT, .pts = &p, .npts = 1};
+        uint64_t leaf = q_s2_cell_of(q_geo_vec_of(p), 30);
+        if (q_geo_intersects(&pt, g)) {
+            inside++;
+            cr_assert(covered(ids, n, leaf), "(%.9g, %.9g) is in the polygon, not its covering",
+                      p.x, p.y);
+        } else if (fabs(p.x - p.y) > 6) {
+            far_out += !covered(ids, n, leaf);
+        }
+    }
+    cr_assert(inside > 100);
+    /* the corners of the box, 6 degrees or more off the strip, are left out */
+    cr_assert(far_out > 5000, "%d far points left out", far_out);
+    free(ids);
+    q_geo_free(g);
+}
+
+/* Lines, polygons with holes, multi-geometries and collections at random:
+ * each sampled point of the geometry is in its covering. */
+Test(q_geo_s2, random_coverings_are_complete)
+{
+    q_geo_params gp;
+    bson_t spec = BSON_INITIALIZER;
+    q_geo_params_init(&gp, &spec);
+    bson_destroy(&spec);
+    unsigned s = 21;
+    for (int k = 0; k < 60; k++) {
+        double cx = rnd(&s, -140, 140), cy = rnd(&s, -60, 60), w = rnd(&s, 0.01, 30);
+        char json[1024];
+        switch (k % 4) {
+        case 0:
+            snprintf(json, sizeof json, "{\"g\": {\"type\": \"LineString\", \"coordinates\": "
+                     "[[%.9f, %.9f], [%.9f, %.9f], [%.9f, %.9f]]}}", cx, cy, cx + w, cy + w / 3,
+                     cx + w / 2, cy - w / 2);
+            break;
+        case 1:
+            snprintf(json, sizeof json, "{\"g\": {\"type\": \"Polygon\", \"coordinates\": "
+                     "[[[%.9f, %.9f], [%.9f, %.9f], [%.9f, %.9f], [%.9f, %.9f], [%.9f, %.9f]], "
+                     "[[%.9f, %.9f], [%.9f, %.9f], [%.9f, %.9f], [%.9f, %.9f]]]}}",
+                     cx - w, cy - w / 4, cx + w, cy - w / 4, cx + w, cy + w / 4, cx - w, cy + w / 4,
+                     cx - w, cy - w / 4, cx - w / 4, cy - w / 16, cx + w / 4, cy - w / 16, cx,
+                     cy + w / 16, cx - w / 4, cy - w / 16);
+            break;
+        case 2:
+            snprintf(json, sizeof json, "{\"g\": {\"type\": \"MultiPolygon\", \"coordinates\": "
+                     "[[[[%.9f, %.9f], [%.9f, %.9f], [%.9f, %.9f], [%.9f, %.9f]]], "
+                     "[[[%.9f, %.9f], [%.9f, %.9f], [%.9f, %.9f], [%.9f, %.9f]]]]}}",
+                     cx, cy, cx + w / 5, cy, cx, cy + w / 5, cx, cy, cx + w / 2, cy - w / 2,
+                     cx + w / 2 + w / 7, cy - w / 2, cx + w / 2, cy - w / 2 + w / 7, cx + w / 2,
+                     cy - w / 2);
+            break;
+        default:
+            snprintf(json, sizeof json, "{\"g\": {\"type\": \"GeometryCollection\", "
+                     "\"geometries\": [{\"type\": \"Point\", \"coordinates\": [%.9f, %.9f]}, "
+                     "{\"type\": \"MultiLineString\", \"coordinates\": [[[%.9f, %.9f], [%.9f, "
+                     "%.9f]]]}]}}", cx, cy, cx - w, cy + w / 2, cx + w / 3, cy + w / 2);
+            break;
+        }
+        q_geo *g = parse_json(json);
+        uint64_t *ids;
+        size_t n;
+        q_s2_cover_geo(g, &gp, &ids, &n);
+        q_geo_pt lo, hi;
+        q_geo_bbox(g, &lo, &hi);
+        int hits = 0;
+        for (int t = 0; t < 3000; t++) {
+            q_geo_pt p;
+            if (t % 3 == 0 && g->npts >= 2) {
+                /* a point on an edge of a line or the shell */
+                size_t e = (size_t)rnd(&s, 0, (double)(g->type == QG_LINE ? g->npts - 1
+                                                                             : g->loop_end[0]));
+                q_geo_vec a = q_geo_vec_of(g->pts[e]);
+                q_geo_vec b = q_geo_vec_of(g->pts[(e + 1) % g->npts]);
+                double f = rnd(&s, 0, 1);
+                q_geo_vec m = {a.x + (b.x - a.x) * f, a.y + (b.y - a.y) * f, a.z + (b.z - a.z) * f};
+                double len = sqrt(m.x * m.x + m.y * m.y + m.z * m.z);
+                uint64_t leaf = q_s2_cell_of((q_geo_vec){m.x / len, m.y / len, m.z / len}, 30);
+                cr_assert(covered(ids, n, leaf), "case %d: an edge point not covered: %s", k,
+                          json);
+                continue;
+            }
+            p = (q_geo_pt){rnd(&s, lo.x, hi.x), rnd(&s, lo.y, hi.y)};
+            q_geo pt = {.type = QG_POINT, .pts = &p, .npts = 1};
+            if (!q_geo_intersects(&pt, g))
+                continue;
+            hits++;
+            cr_assert(covered(ids, n, q_s2_cell_of(q_geo_vec_of(p), 30)),
+                      "case %d: (%.9g, %.9g) not covered: %s", k, p.x, p.y, json);
+        }
+        free(ids);
+        q_geo_free(g);
+    }
+}
+
+/* The index scan of a $geoIntersects / $geoWithin polygon reads only the
+ * keys near the polygon, not those of its bounding cap; the results stay
+ * those of a collection scan. */
+Test(q_geo_s2, query_covering_skips_the_cap)
+{
+    tdb t;
+    FOR_EACH_ENGINE(t) {
+        T_RUN(&t, "{\"createIndexes\": \"c\", \"indexes\": [{\"key\": {\"g\": \"2dsphere\"}, "
+                  "\"name\": \"g\"}]}");
+        int on = 0, id = 0;
+        /* small squares on a 1-degree grid over (0..20, 0..20); the query
+         * strip runs along the diagonal */
+        for (int x = 0; x < 20; x++)
+            for (int y = 0; y < 20; y++, id++) {
+                double a = x + 0.3, b = y + 0.3, d = 0.2;
+                on += abs(x - y) <= 0;
+                T_RUN(&t, "{\"insert\": \"c\", \"documents\": [{\"_id\": %d, \"g\": {\"type\": "
+                          "\"Polygon\", \"coordinates\": [[[%g, %g], [%g, %g], [%g, %g], [%g, %g], "
+                          "[%g, %g]]]}}]}", id, a, b, a + d, b, a + d, b + d, a, b + d, a, b);
+            }
+        const char *strip = "{\"type\": \"Polygon\", \"coordinates\": [[[0, 0], [0.5, 0], "
+                            "[20.5, 20], [20.5, 20.5], [20, 20.5], [0, 0.5], [0, 0]]]}";
+        char gj[512];
+        snprintf(gj, sizeof gj, "{\"g\": %s}", strip);
+        q_geo *sg = parse_json(gj);
+        q_geo_vec cc;
+        double cr;
+        q_geo_cap(sg, &cc, &cr);
+        q_geo_free(sg);
+        int in_cap = 0;
+        for (int x = 0; x < 20; x++)
+            for (int y = 0; y < 20; y++)
+                in_cap += q_geo_angle(cc, q_geo_vec_of((q_geo_pt){x + 0.4, y + 0.4})) <= cr;
+        cr_assert(in_cap > 200, "%d squares in the cap", in_cap);
+        for (int w = 0; w < 2; w++) {
+            const char *op = w ? "$geoWithin" : "$geoIntersects";
+            bson_t *ix = T_OK(&t, "{\"find\": \"c\", \"filter\": {\"g\": {\"%s\": {\"$geometry\": "
+                                  "%s}}}, \"batchSize\": 1000}", op, strip);
+            bson_t *cs = T_OK(&t, "{\"find\": \"c\", \"filter\": {\"g\": {\"%s\": {\"$geometry\": "
+                                  "%s}}}, \"hint\": {\"$natural\": 1}, \"batchSize\": 1000}", op,
+                              strip);
+            int n = t_len(ix, "cursor.firstBatch");
+            cr_assert_eq(n, t_len(cs, "cursor.firstBatch"), "%s: index and scan differ", op);
+            /* about the squares on the diagonal meet the strip (its
+             * geodesic edges bow north of the lines on the map); some of
+             * them it holds whole */
+            cr_assert(n >= (w ? 1 : on / 2) && n <= 3 * on, "%s: %d results", op, n);
+            bson_destroy(ix);
+            bson_destroy(cs);
+            bson_t *ex = T_OK(&t, "{\"explain\": {\"find\": \"c\", \"filter\": {\"g\": {\"%s\": "
+                                  "{\"$geometry\": %s}}}}, \"verbosity\": \"executionStats\"}",
+                              op, strip);
+            int64_t docs = t_i64(ex, "executionStats.totalDocsExamined");
+            int64_t keys = t_i64(ex, "executionStats.totalKeysExamined");
+            /* before, the strip was searched through its bounding cap,
+             * which holds (the centers of) in_cap squares: every one of
+             * them was fetched */
+            cr_assert(docs < in_cap / 2, "%s: %lld documents examined, %d in the cap", op,
+                      (long long)docs, in_cap);
+            cr_assert(keys > 0 && keys < 20 * in_cap / 2, "%s: %lld keys examined", op,
+                      (long long)keys);
+            bson_destroy(ex);
+        }
+    }
+}
