@@ -118,7 +118,8 @@ enum { Q_GEO_NONE = 0, Q_GEO_2D = 1, Q_GEO_2DSPHERE = 2 };
 int q_geo_index_kind(const char *type);
 /* createIndexes: check a key pattern holding a geo field and the spec's
  * geo options (bits, min, max, 2dsphereIndexVersion, finestIndexedLevel,
- * coarsestIndexedLevel); CannotCreateIndex or MongoDB's own codes. */
+ * coarsestIndexedLevel, maxCellsInCovering); CannotCreateIndex or
+ * MongoDB's own codes. */
 int q_geo_check_spec(const bson_t *key, const bson_t *opts, md_error *err);
 bool q_geo_is_option(const char *name);
 /* Index parameters read from the spec (q_index_new). */

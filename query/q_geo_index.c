@@ -29,7 +29,7 @@ bool q_geo_is_option(const char *name)
 {
     return !strcmp(name, "bits") || !strcmp(name, "min") || !strcmp(name, "max") ||
            !strcmp(name, "2dsphereIndexVersion") || !strcmp(name, "finestIndexedLevel") ||
-           !strcmp(name, "coarsestIndexedLevel");
+           !strcmp(name, "coarsestIndexedLevel") || !strcmp(name, "maxCellsInCovering");
 }
 
 static int cant(md_error *err, int code, const char *msg)
@@ -77,6 +77,9 @@ int q_geo_check_spec(const bson_t *key, const bson_t *opts, md_error *err)
             return cant(err, 16747, "coarsestIndexedLevel must be >= 0");
         if (!strcmp(k, "finestIndexedLevel") && v > 30)
             return cant(err, 16748, "finestIndexedLevel must be <= 30");
+        if (!strcmp(k, "maxCellsInCovering") && !(v >= 1 && v <= 1000))
+            return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE,
+                         "maxCellsInCovering must be between 1 and 1000");
     }
     if (!(mx > mn))
         return cant(err, 13022, "region has to be greater than zero");
@@ -121,6 +124,8 @@ void q_geo_params_init(q_geo_params *gp, const bson_t *spec)
             gp->finest = (int)v;
         else if (!strcmp(n, "coarsestIndexedLevel"))
             gp->coarsest = (int)v;
+        else if (!strcmp(n, "maxCellsInCovering"))
+            gp->max_cells = (int)v;
     }
 }
 

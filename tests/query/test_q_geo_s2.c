@@ -331,3 +331,40 @@ Test(q_geo_s2, query_covering_skips_the_cap)
         }
     }
 }
+
+/* maxCellsInCovering: kept in the spec, bounds the covering (which stays
+ * complete), refused out of range. */
+Test(q_geo_s2, max_cells_in_covering)
+{
+    bson_t *spec = BCON_NEW("key", "{", "g", "2dsphere", "}", "maxCellsInCovering", BCON_INT32(4));
+    q_geo_params gp;
+    q_geo_params_init(&gp, spec);
+    bson_destroy(spec);
+    cr_assert_eq(gp.max_cells, 4);
+    q_geo *g = parse_json("{\"g\": {\"type\": \"Polygon\", \"coordinates\": [[[0, 0], [0.5, 0], "
+                          "[20.5, 20], [20.5, 20.5], [20, 20.5], [0, 0.5], [0, 0]]]}}");
+    uint64_t *ids;
+    size_t n;
+    q_s2_cover_geo(g, &gp, &ids, &n);
+    cr_assert(n >= 1 && n <= 4, "%zu cells", n);
+    cr_assert(covered(ids, n, q_s2_cell_of(q_geo_vec_of((q_geo_pt){10.25, 10.25}), 30)));
+    free(ids);
+    q_geo_free(g);
+    tdb t;
+    FOR_EACH_ENGINE(t) {
+        T_ERR(&t, 2, "maxCellsInCovering", "{\"createIndexes\": \"c\", \"indexes\": [{\"key\": "
+              "{\"g\": \"2dsphere\"}, \"name\": \"g\", \"maxCellsInCovering\": 0}]}");
+        T_RUN(&t, "{\"createIndexes\": \"c\", \"indexes\": [{\"key\": {\"g\": \"2dsphere\"}, "
+                  "\"name\": \"g\", \"maxCellsInCovering\": 4}]}");
+        bson_t *r = T_OK(&t, "{\"listIndexes\": \"c\"}");
+        cr_assert_eq(t_i64(r, "cursor.firstBatch.1.maxCellsInCovering"), 4);
+        bson_destroy(r);
+        T_RUN(&t, "{\"insert\": \"c\", \"documents\": [{\"_id\": 1, \"g\": {\"type\": \"Polygon\", "
+                  "\"coordinates\": [[[0, 0], [0.5, 0], [20.5, 20], [20.5, 20.5], [20, 20.5], "
+                  "[0, 0.5], [0, 0]]]}}]}");
+        r = T_OK(&t, "{\"find\": \"c\", \"filter\": {\"g\": {\"$geoIntersects\": {\"$geometry\": "
+                     "{\"type\": \"Point\", \"coordinates\": [10.25, 10.25]}}}}}");
+        cr_assert_eq(t_len(r, "cursor.firstBatch"), 1);
+        bson_destroy(r);
+    }
+}
