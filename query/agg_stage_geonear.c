@@ -37,7 +37,7 @@ typedef struct st_geonear {
     bool near_geojson;
     char *dist_field, *locs_field, *key;
     bool spherical;
-    bool has_max, has_min;
+    bool has_max, has_min, has_num;
     double max_d, min_d, mult;
     int64_t limit;
     bson_t query;
@@ -121,7 +121,10 @@ static int parse_option(st_geonear *s, const bson_iter_t *it, md_error *err)
             return rc;
         if (v < 0)
             return bad(err, 17302, "limit must be >=0");
-        s->limit = v > (double)INT64_MAX ? INT64_MAX : (int64_t)v;
+        /* num wins over limit, wherever each stands (as 3.x) */
+        if (k[0] == 'n' || !s->has_num)
+            s->limit = v >= 0x1p63 ? INT64_MAX : (int64_t)v;
+        s->has_num |= k[0] == 'n';
     } else if (!strcmp(k, "maxDistance")) {
         if ((rc = parse_number(it, 17299, "maxDistance must be a number", &s->max_d, err)))
             return rc;
