@@ -17,10 +17,12 @@
  * Units are the near query's: a GeoJSON point gives meters, a legacy pair
  * with spherical radians, without it flat units (2d only).
  *
- * Deviations (documented in docs/aggregation.md): `key` is MongoDB 4.0's
+ * Deviations (README, "The aggregation pipeline"): `key` is MongoDB 4.0's
  * option; maxDistance 0 is a bound (3.x dropped a maxDistance that is not
  * positive); a missing collection gives no documents (4.0), not 3.x's
- * "can't find ns"; $geoNear inside $lookup or $facet is refused.
+ * "can't find ns"; an unknown option is BadValue (3.x ignored it); the
+ * index-choice errors are 4.0's IndexNotFound (3.x: 16604); $geoNear
+ * inside $lookup or $facet is refused.
  */
 #include <assert.h>
 #include <math.h>
