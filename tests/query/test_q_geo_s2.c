@@ -1,6 +1,10 @@
 /*
- * test_q_geo_s2.c -- minidoc's own S2 math (query/q_geo_s2.c) against cell
- * ids published from Google's C++ S2 library.
+ * test_q_geo_s2.c -- minidoc's own S2 math (query/q_geo_s2.c): cell ids
+ * against those published from Google's C++ S2 library, and the coverings
+ * of non-point geometries (complete for sampled points of lines, polygons
+ * with holes, multi-geometries, collections, around a pole and across the
+ * antimeridian; index queries equal to collection scans; fewer keys read
+ * than through a bounding cap; maxCellsInCovering).
  *
  * Reference values: the encode corpus of the s2cell Python package
  * (github.com/aaliddell/s2cell, tests/s2_encode_corpus.csv), written by
@@ -366,5 +370,75 @@ Test(q_geo_s2, max_cells_in_covering)
                      "{\"type\": \"Point\", \"coordinates\": [10.25, 10.25]}}}}}");
         cr_assert_eq(t_len(r, "cursor.firstBatch"), 1);
         bson_destroy(r);
+    }
+}
+
+/* A polygon around the north pole and one across the antimeridian: every
+ * sampled point of them is in the covering, and an index query over
+ * random points finds what a collection scan finds. */
+Test(q_geo_s2, pole_and_antimeridian_coverings)
+{
+    static const char *shapes[] = {
+        "{\"type\": \"Polygon\", \"coordinates\": [[[0, 80], [60, 80], [120, 80], [180, 80], "
+        "[-120, 80], [-60, 80], [0, 80]]]}",
+        "{\"type\": \"Polygon\", \"coordinates\": [[[170, -10], [-170, -10], [-170, 10], "
+        "[170, 10], [170, -10]]]}",
+        "{\"type\": \"LineString\", \"coordinates\": [[175, 5], [-175, -5], [-160, 60]]}",
+    };
+    q_geo_params gp;
+    bson_t spec = BSON_INITIALIZER;
+    q_geo_params_init(&gp, &spec);
+    bson_destroy(&spec);
+    unsigned s = 33;
+    for (size_t k = 0; k < 3; k++) {
+        char json[512];
+        snprintf(json, sizeof json, "{\"g\": %s}", shapes[k]);
+        q_geo *g = parse_json(json);
+        uint64_t *ids;
+        size_t n;
+        q_s2_cover_geo(g, &gp, &ids, &n);
+        int in = 0;
+        for (int t = 0; t < 20000; t++) {
+            q_geo_pt p = {rnd(&s, -180, 180), asin(rnd(&s, -1, 1)) * 180 / M_PI};
+            q_geo pt = {.type = QG_POINT, .pts = &p, .npts = 1};
+            if (!q_geo_intersects(&pt, g))
+                continue;
+            in++;
+            cr_assert(covered(ids, n, q_s2_cell_of(q_geo_vec_of(p), 30)),
+                      "shape %zu: (%.9g, %.9g) not covered", k, p.x, p.y);
+        }
+        cr_assert(k == 2 || in > 10, "shape %zu: %d points in", k, in);
+        free(ids);
+        q_geo_free(g);
+    }
+    tdb t;
+    FOR_EACH_ENGINE(t) {
+        T_RUN(&t, "{\"createIndexes\": \"c\", \"indexes\": [{\"key\": {\"g\": \"2dsphere\"}, "
+                  "\"name\": \"g\"}]}");
+        for (int i = 0; i < 600; i++) {
+            double lng = rnd(&s, -180, 180), lat = asin(rnd(&s, -1, 1)) * 180 / M_PI;
+            if (i % 3 == 0) {
+                lat = rnd(&s, 75, 90);
+            } else if (i % 3 == 1) {
+                lng = rnd(&s, 165, 195);
+                lng = lng > 180 ? lng - 360 : lng;
+                lat = rnd(&s, -15, 15);
+            }
+            T_RUN(&t, "{\"insert\": \"c\", \"documents\": [{\"_id\": %d, \"g\": {\"type\": "
+                      "\"Point\", \"coordinates\": [%.12f, %.12f]}}]}", i, lng, lat);
+        }
+        for (size_t k = 0; k < 3; k++) {
+            bson_t *ix = T_OK(&t, "{\"find\": \"c\", \"filter\": {\"g\": {\"$geoIntersects\": "
+                                  "{\"$geometry\": %s}}}, \"batchSize\": 1000}", shapes[k]);
+            bson_t *cs = T_OK(&t, "{\"find\": \"c\", \"filter\": {\"g\": {\"$geoIntersects\": "
+                                  "{\"$geometry\": %s}}}, \"hint\": {\"$natural\": 1}, "
+                                  "\"batchSize\": 1000}", shapes[k]);
+            cr_assert_eq(t_len(ix, "cursor.firstBatch"), t_len(cs, "cursor.firstBatch"),
+                         "shape %zu", k);
+            cr_assert(k == 2 || t_len(ix, "cursor.firstBatch") > 20, "shape %zu: %d", k,
+                      t_len(ix, "cursor.firstBatch"));
+            bson_destroy(ix);
+            bson_destroy(cs);
+        }
     }
 }
