@@ -15,7 +15,11 @@
  * docs_returned`; the counts of the two may differ a little (the index
  * stems: "w" and "ws" are one term for it).
  *
- *   build/bench/text [--quick] [N] [engine]
+ *   build/bench/text [--quick] [--docs N] [--engine btree|mmapv1] [--dir DIR]
+ *   build/bench/text [--quick] [N] [engine]      (the older positional form)
+ *
+ * --dir: where the temporary database goes (default /tmp); it is removed
+ * at the end.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,21 +101,36 @@ static int64_t drain(md_db *db, bson_t *cmd, const char *what)
 
 int main(int argc, char **argv)
 {
-    int n = 1000000;
-    const char *engine = "btree";
-    int ai = 1;
-    if (ai < argc && !strcmp(argv[ai], "--quick")) {
-        n = 20000;
-        ai++;
+    int n = 1000000, pos = 0;
+    const char *engine = "btree", *base = "/tmp";
+    for (int ai = 1; ai < argc; ai++) {
+        if (!strcmp(argv[ai], "--quick"))
+            n = 20000;
+        else if (!strcmp(argv[ai], "--docs") && ai + 1 < argc)
+            n = atoi(argv[++ai]);
+        else if (!strcmp(argv[ai], "--engine") && ai + 1 < argc)
+            engine = argv[++ai];
+        else if (!strcmp(argv[ai], "--dir") && ai + 1 < argc)
+            base = argv[++ai];
+        else if (argv[ai][0] != '-' && pos == 0 && atoi(argv[ai]) > 0)
+            n = atoi(argv[ai]), pos++;
+        else if (argv[ai][0] != '-' && pos == 1)
+            engine = argv[ai], pos++;
+        else {
+            fprintf(stderr, "usage: text [--quick] [--docs N] [--engine btree|mmapv1] "
+                            "[--dir DIR]\n");
+            return 2;
+        }
     }
-    if (ai < argc)
-        n = atoi(argv[ai++]);
-    if (ai < argc)
-        engine = argv[ai++];
+    if (n < 1) {
+        fprintf(stderr, "text: --docs must be positive\n");
+        return 2;
+    }
     for (int k = 0; k < VOCAB; k++)
         cum[k] = (k ? cum[k - 1] : 0) + 1.0 / (k + 10);
 
-    char dir[] = "/tmp/md_bench_text_XXXXXX";
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/md_bench_text_XXXXXX", base);
     if (!mkdtemp(dir)) {
         perror("mkdtemp");
         return 1;
@@ -184,8 +203,8 @@ int main(int argc, char **argv)
     dt = now() - t0;
     printf("regex %d %.3f %.2f %lld\n", nr, dt, nr / dt, (long long)got);
     md_db_close(db);
-    char rm[128];
-    snprintf(rm, sizeof rm, "rm -rf %s", dir);
+    char rm[1100];
+    snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
     if (system(rm) != 0)
         fprintf(stderr, "text: could not remove %s\n", dir);
     return 0;

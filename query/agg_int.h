@@ -203,6 +203,15 @@ int agg_parse_index_stats(agg_ctx *ctx, const bson_iter_t *spec, agg_list *out,
 /* $collStats / $indexStats must be the first stage: is s one of them? */
 bool agg_stage_is_source_like(agg_stage *s);
 
+/* agg_stage_geonear.c: $geoNear, the first stage and the pipeline's
+ * source (it runs the near query itself) */
+int agg_parse_geonear(agg_ctx *ctx, const bson_iter_t *spec, agg_list *out, md_error *err);
+bool agg_stage_is_geonear(agg_stage *s);
+/* A $limit right after it lowers its limit. */
+void agg_geonear_absorb_limit(agg_stage *s, int64_t limit);
+/* Its explain entry {$geoNear: {spec..., queryPlanner}} under key. */
+int agg_geonear_explain(agg_stage *s, bson_t *arr, const char *key, md_error *err);
+
 /* ---- accumulators (agg_accum.c) ------------------------------------------ */
 typedef struct agg_acc_ops agg_acc_ops;
 /* The accumulator named op ("$sum"), or NULL. */

@@ -16,6 +16,9 @@
  *   5. a final inclusion $project of top-level fields right after the
  *      source (or its pushed $match/$sort) is offered to the planner as the
  *      scan's projection, which can then be covered by the index.
+ * A leading $geoNear is the source itself (it runs a near query through
+ * the geo index, agg_stage_geonear.c): none of 2-5 apply, and a $limit
+ * right after it becomes its limit.
  *
  * The collection source takes the collection's lock only while it pulls
  * (its scan saved and the lock released between documents), so that
@@ -57,6 +60,7 @@ static const struct {
     {"$out", agg_parse_out},
     {"$collStats", agg_parse_coll_stats},
     {"$indexStats", agg_parse_index_stats},
+    {"$geoNear", agg_parse_geonear},
 };
 
 agg_parse_fn agg_stage_lookup_parser(const char *name)
@@ -321,9 +325,9 @@ static int parse_stage(agg_ctx *ctx, const bson_iter_t *el, bool sub, agg_list *
     if (!fn)
         return q_err(err, MD_EINVAL, AGG_CODE_UNKNOWN_STAGE,
                      "Unrecognized pipeline stage name: '%s'", name);
-    if (sub && strcmp(name, "$out") == 0)
-        return q_err(err, MD_EINVAL, 40600, "$out is not allowed to be used within a %s stage",
-                     ctx->depth > 0 ? "$lookup or $facet" : "sub-pipeline");
+    if (sub && (strcmp(name, "$out") == 0 || strcmp(name, "$geoNear") == 0))
+        return q_err(err, MD_EINVAL, 40600, "%s is not allowed to be used within a %s stage",
+                     name, ctx->depth > 0 ? "$lookup or $facet" : "sub-pipeline");
     return fn(ctx, &spec, out, err);
 }
 
@@ -344,7 +348,8 @@ static int check_positions(const bson_iter_t *pipeline, md_error *err)
         if (strcmp(name, "$out") == 0 && i + 1 != n)
             return q_err(err, MD_EINVAL, 40601,
                          "$out can only be the final stage in the pipeline");
-        if ((strcmp(name, "$collStats") == 0 || strcmp(name, "$indexStats") == 0) && i != 0)
+        if ((strcmp(name, "$collStats") == 0 || strcmp(name, "$indexStats") == 0 ||
+             strcmp(name, "$geoNear") == 0) && i != 0)
             return q_err(err, MD_EINVAL, 40602, "%s is only valid as the first stage in a "
                          "pipeline.", name);
     }
@@ -400,6 +405,15 @@ static int optimize(agg_pipeline *p, md_error *err)
     }
     if (p->kind != AGG_SRC_COLL)
         return 0;
+    if (p->stages.n && agg_stage_is_geonear(p->stages.v[0])) {
+        /* the source is $geoNear itself; a $limit after it becomes its limit */
+        int64_t lim = p->stages.n > 1 ? agg_limit_value(p->stages.v[1]) : -1;
+        if (lim >= 0) {
+            agg_geonear_absorb_limit(p->stages.v[0], lim);
+            remove_stage(p, 1);
+        }
+        return 0;
+    }
     src_coll *s = (src_coll *)p->src;
     const bson_t *f = p->stages.n ? agg_match_filter(p->stages.v[0]) : NULL;
     q_matcher *m = NULL;
@@ -534,8 +548,13 @@ void agg_pipeline_feed(agg_pipeline *p, bson_t **docs, size_t n)
 int agg_pipeline_explain(agg_pipeline *p, bson_t *out, md_error *err)
 {
     char key[24];
-    size_t k = 0;
-    if (p->kind == AGG_SRC_COLL) {
+    size_t k = 0, first = 0;
+    if (p->stages.n && agg_stage_is_geonear(p->stages.v[0])) {
+        int rc = agg_geonear_explain(p->stages.v[0], out, "0", err);
+        if (rc)
+            return rc;
+        k = first = 1;
+    } else if (p->kind == AGG_SRC_COLL) {
         src_coll *s = (src_coll *)p->src;
         bson_t st, cur;
         char ns[2 * ENG_IDENT_MAX];
@@ -556,7 +575,7 @@ int agg_pipeline_explain(agg_pipeline *p, bson_t *out, md_error *err)
             return rc;
         k = 1;
     }
-    for (size_t i = 0; i < p->stages.n; i++, k++) {
+    for (size_t i = first; i < p->stages.n; i++, k++) {
         agg_stage *s = p->stages.v[i];
         snprintf(key, sizeof key, "%zu", k);
         if (s->ops->explain)

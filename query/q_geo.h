@@ -118,7 +118,8 @@ enum { Q_GEO_NONE = 0, Q_GEO_2D = 1, Q_GEO_2DSPHERE = 2 };
 int q_geo_index_kind(const char *type);
 /* createIndexes: check a key pattern holding a geo field and the spec's
  * geo options (bits, min, max, 2dsphereIndexVersion, finestIndexedLevel,
- * coarsestIndexedLevel); CannotCreateIndex or MongoDB's own codes. */
+ * coarsestIndexedLevel, maxCellsInCovering); CannotCreateIndex or
+ * MongoDB's own codes. */
 int q_geo_check_spec(const bson_t *key, const bson_t *opts, md_error *err);
 bool q_geo_is_option(const char *name);
 /* Index parameters read from the spec (q_index_new). */
@@ -145,17 +146,26 @@ void q_geo2d_box_ranges(const q_geo_params *gp, q_geo_pt lo, q_geo_pt hi, q_ival
 
 /* 2dsphere (q_geo_s2.c) */
 uint64_t q_s2_cell_of(q_geo_vec p, int level);
-/* The covering of g (cells between coarsest and finest, at most max_cells
- * as the coverer allows): ids into *ids (malloc'ed). */
+/* The covering of g (cells that meet g, between coarsest and finest, at
+ * most max_cells as the coverer allows; a point: its leaf cell): ids into
+ * *ids (malloc'ed). */
 void q_s2_cover_geo(const q_geo *g, const q_geo_params *gp, uint64_t **ids, size_t *n);
 /* Key intervals of the cap (center, angle): every cell key the index can
  * hold for a geometry that meets the cap. */
 void q_s2_cap_ranges(q_geo_vec c, double angle, const q_geo_params *gp, q_ival **iv, size_t *n);
+/* The same for the cells that meet geometry g ($geometry of $geoWithin /
+ * $geoIntersects). */
+void q_s2_geo_ranges(const q_geo *g, const q_geo_params *gp, q_ival **iv, size_t *n);
 void q_s2_key(uint64_t id, q_buf *out);
 
 /* The smallest distance (p's units) of the geometries doc holds at path,
  * or -1 when it holds none. */
 double q_geo_doc_distance(const q_geo_pred *p, const char *path, const bson_t *doc);
+/* The same, and the location value that has it (the $geoNear stage's
+ * includeLocs): a copy into *loc the caller bson_value_destroy()s, or
+ * BSON_TYPE_EOD when the document holds none. */
+double q_geo_doc_nearest(const q_geo_pred *p, const char *path, const bson_t *doc,
+                         bson_value_t *loc);
 /* Key intervals of geo index ix: for a NEAR p, the region within r (p's
  * units) of its center; else p's region.  False when ix cannot serve. */
 bool q_geo_region_ivals(const q_index *ix, const q_geo_pred *p, double r, q_ival **iv,

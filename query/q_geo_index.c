@@ -29,7 +29,7 @@ bool q_geo_is_option(const char *name)
 {
     return !strcmp(name, "bits") || !strcmp(name, "min") || !strcmp(name, "max") ||
            !strcmp(name, "2dsphereIndexVersion") || !strcmp(name, "finestIndexedLevel") ||
-           !strcmp(name, "coarsestIndexedLevel");
+           !strcmp(name, "coarsestIndexedLevel") || !strcmp(name, "maxCellsInCovering");
 }
 
 static int cant(md_error *err, int code, const char *msg)
@@ -77,6 +77,9 @@ int q_geo_check_spec(const bson_t *key, const bson_t *opts, md_error *err)
             return cant(err, 16747, "coarsestIndexedLevel must be >= 0");
         if (!strcmp(k, "finestIndexedLevel") && v > 30)
             return cant(err, 16748, "finestIndexedLevel must be <= 30");
+        if (!strcmp(k, "maxCellsInCovering") && !(v >= 1 && v <= 1000))
+            return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE,
+                         "maxCellsInCovering must be between 1 and 1000");
     }
     if (!(mx > mn))
         return cant(err, 13022, "region has to be greater than zero");
@@ -121,6 +124,8 @@ void q_geo_params_init(q_geo_params *gp, const bson_t *spec)
             gp->finest = (int)v;
         else if (!strcmp(n, "coarsestIndexedLevel"))
             gp->coarsest = (int)v;
+        else if (!strcmp(n, "maxCellsInCovering"))
+            gp->max_cells = (int)v;
     }
 }
 
@@ -357,14 +362,21 @@ int q_geo_doc_keys(const q_index *ix, const bson_t *doc, q_keyset *out, md_error
 typedef struct dctx {
     const q_geo_pred *p;
     double best;
+    bson_value_t *loc; /* the nearest location, when wanted */
 } dctx;
 
 static bool dist_of_value(void *vc, const bson_iter_t *v)
 {
     dctx *d = vc;
     double x = q_geo_pred_distance(d->p, v);
-    if (x >= 0 && (d->best < 0 || x < d->best))
+    if (x >= 0 && (d->best < 0 || x < d->best)) {
         d->best = x;
+        if (d->loc) {
+            if (d->loc->value_type != BSON_TYPE_EOD)
+                bson_value_destroy(d->loc);
+            bson_value_copy(bson_iter_value((bson_iter_t *)v), d->loc);
+        }
+    }
     return true;
 }
 
@@ -373,11 +385,19 @@ static bool dist_of_field(void *vc, const bson_iter_t *v)
     return each_geo_value(v, dist_of_value, vc);
 }
 
-double q_geo_doc_distance(const q_geo_pred *p, const char *path, const bson_t *doc)
+double q_geo_doc_nearest(const q_geo_pred *p, const char *path, const bson_t *doc,
+                         bson_value_t *loc)
 {
-    dctx d = {p, -1};
+    dctx d = {p, -1, loc};
+    if (loc)
+        loc->value_type = BSON_TYPE_EOD;
     walk(bson_get_data(doc), doc->len, path, dist_of_field, &d, 0);
     return d.best;
+}
+
+double q_geo_doc_distance(const q_geo_pred *p, const char *path, const bson_t *doc)
+{
+    return q_geo_doc_nearest(p, path, doc, NULL);
 }
 
 /* ---- bounds -------------------------------------------------------------------------- */
@@ -414,10 +434,11 @@ bool q_geo_region_ivals(const q_index *ix, const q_geo_pred *p, double r, q_ival
         if (gp->kind == Q_GEO_2DSPHERE) {
             if (flat)
                 return false;
-            q_geo_vec c;
-            double a;
-            q_geo_cap(g, &c, &a);
-            q_s2_cap_ranges(c, a, gp, iv, n);
+            if (g->type == QG_CENTER_SPHERE) {
+                q_s2_cap_ranges(q_geo_vec_of(g->pts[0]), fmin(g->radius, M_PI), gp, iv, n);
+            } else {
+                q_s2_geo_ranges(g, gp, iv, n);
+            }
         } else {
             if (p->op != QGP_WITHIN)
                 return false;

@@ -3,27 +3,35 @@
  *
  * Why our own S2 and not libs2-dev: the index needs only a small part of
  * S2 -- a point's cell id (cube face, quadratic projection, position on the
- * Hilbert curve) and coverings of caps and of geometries' bounding caps --
- * which is about 300 lines of C; the Debian library would bring a C++
- * toolchain into the build, an extern "C" wrapper, Abseil and OpenSSL as
- * link dependencies of a C library, for the same ids.  The ids are S2's
- * exactly (S2CellId::FromPoint: the same face, projection, lookup tables
- * and bit layout), so keys equal MongoDB's for points.
+ * Hilbert curve) and coverings of caps and geometries -- which is a few
+ * hundred lines of C; the Debian library would bring a C++ toolchain into
+ * the build, an extern "C" wrapper, Abseil and OpenSSL as link
+ * dependencies of a C library, for the same ids.  The ids are S2's exactly
+ * (S2CellId::FromPoint: the same face, projection, lookup tables and bit
+ * layout), so keys equal MongoDB's for points; tests/query/test_q_geo_s2.c
+ * checks them against ids published from Google's library.
  *
  * Keys (as MongoDB's S2CellIdToIndexKey for version 3): the cell id with
  * its top bit flipped, as a NumberLong (so signed order is the ids' order).
  * A point is keyed by its leaf cell (level 30).  Other geometries by a
- * covering of their bounding cap between coarsestIndexedLevel (default 2,
- * 2000 km) and finestIndexedLevel (default 16, 110 m), at most
- * maxCellsInCovering (20) cells where the levels allow: the default levels
- * MongoDB 3.4+ uses for version 3.  Deviation: MongoDB covers the exact
- * geometry; covering its bounding cap gives more (never fewer) cells, so
- * queries stay exact (the matcher decides) but the keys differ.
+ * covering of the geometry itself: the cells that meet it, between
+ * coarsestIndexedLevel (default 2, 2000 km) and finestIndexedLevel
+ * (default 16, 110 m), at most maxCellsInCovering (20) where the levels
+ * allow -- version 3's defaults.  A cell meets a geometry when the
+ * matcher's own tests (q_geo.c) say the cell, as a polygon of its corners
+ * widened by a millionth of its size, intersects it; cells the geometry
+ * holds whole are not split.  Deviation: the coverer splits the coarsest
+ * partly covered cell first, a simpler order than S2RegionCoverer's, so
+ * the cells (and keys) can differ from MongoDB's for the same shape;
+ * every covering holds the whole shape, so queries stay exact (the
+ * matcher decides).
  *
- * A query region (a cap) is covered the same way; its key intervals are,
- * for each covering cell, the range of its descendants' ids and each of
- * its ancestors down to the coarsest level as a point (coarser cells of
- * indexed geometries that contain it).
+ * A query region is covered the same way (a $geometry by its cells, a
+ * $near ring or $centerSphere by its cap's), with up to 24 cells down to
+ * 8 levels below the finest; its key intervals are, for each covering
+ * cell, the range of its descendants' ids and each of its ancestors down
+ * to the coarsest level as a point (coarser cells of indexed geometries
+ * that contain it).
  */
 #include <assert.h>
 #include <math.h>
@@ -35,6 +43,7 @@
 #define MAX_LEVEL 30
 #define POS_BITS 61
 #define LOOKUP_BITS 4
+#define QUERY_CELLS 24 /* cells in a query region's covering */
 
 static uint16_t lookup_pos[1 << (2 * LOOKUP_BITS + 2)];
 static pthread_once_t lookup_once = PTHREAD_ONCE_INIT;
@@ -147,7 +156,10 @@ uint64_t q_s2_cell_of(q_geo_vec p, int level)
 typedef struct cell {
     int face, level;
     uint32_t i, j; /* position at its level */
+    int rel;       /* its relation to the region being covered (REL_*) */
 } cell;
+
+enum { REL_DISJOINT = 0, REL_PARTIAL = 1, REL_INSIDE = 2 };
 
 static q_geo_vec unitv(q_geo_vec a)
 {
@@ -181,16 +193,66 @@ static void cell_cap(const cell *c, q_geo_vec *center, double *r)
     *r += 1e-12;
 }
 
-/* 0 disjoint, 1 intersects, 2 contained (conservatively). */
-static int relate(const cell *c, q_geo_vec qc, double qr)
+/* A region to cover: how a cell relates to it (REL_*, conservatively:
+ * never DISJOINT for a cell that meets it, INSIDE only when it holds the
+ * cell whole). */
+typedef int (*relate_fn)(const cell *c, const void *region);
+
+typedef struct cap_region {
+    q_geo_vec c;
+    double r;
+} cap_region;
+
+static int relate_cap(const cell *c, const void *region)
 {
+    const cap_region *q = region;
     q_geo_vec cc;
     double cr;
     cell_cap(c, &cc, &cr);
-    double d = q_geo_angle(cc, qc);
-    if (d > qr + cr)
-        return 0;
-    return d + cr <= qr ? 2 : 1;
+    double d = q_geo_angle(cc, q->c);
+    if (d > q->r + cr)
+        return REL_DISJOINT;
+    return d + cr <= q->r ? REL_INSIDE : REL_PARTIAL;
+}
+
+typedef struct geo_region {
+    const q_geo *g;
+    q_geo_vec c; /* g's bounding cap, a quick test first */
+    double r;
+    bool area;   /* g can hold a cell whole (polygons) */
+} geo_region;
+
+/*
+ * A cell against a geometry: the cell as a polygon of its four corners
+ * (S2 cell edges are geodesics, as GeoJSON edges on the sphere), widened
+ * by a millionth of its size so that a geometry touching an edge or a
+ * corner counts, then the matcher's own intersection and containment
+ * tests (q_geo.c).
+ */
+static int relate_geo(const cell *c, const void *region)
+{
+    const geo_region *q = region;
+    q_geo_vec cc;
+    double cr;
+    cell_cap(c, &cc, &cr);
+    if (q_geo_angle(cc, q->c) > q->r + cr + 1e-9)
+        return REL_DISJOINT;
+    double size = 1.0 / (double)(1u << c->level);
+    double u0 = st_to_uv(c->i * size), u1 = st_to_uv((c->i + 1) * size);
+    double v0 = st_to_uv(c->j * size), v1 = st_to_uv((c->j + 1) * size);
+    double pu = (u1 - u0) * 1e-6, pv = (v1 - v0) * 1e-6;
+    double us[4] = {u0 - pu, u1 + pu, u1 + pu, u0 - pu}, vs[4] = {v0 - pv, v0 - pv, v1 + pv, v1 + pv};
+    q_geo_pt pts[4];
+    for (int k = 0; k < 4; k++) {
+        q_geo_vec p = unitv(face_uv_to_xyz(c->face, us[k], vs[k]));
+        pts[k] = (q_geo_pt){atan2(p.y, p.x) * 180 / M_PI,
+                            asin(p.z > 1 ? 1 : p.z < -1 ? -1 : p.z) * 180 / M_PI};
+    }
+    size_t ends[1] = {4};
+    q_geo poly = {.type = QG_POLYGON, .pts = pts, .npts = 4, .loop_end = ends, .nloops = 1};
+    if (q->area && q_geo_within(&poly, q->g))
+        return REL_INSIDE;
+    return q_geo_intersects(&poly, q->g) ? REL_PARTIAL : REL_DISJOINT;
 }
 
 typedef struct cellv {
@@ -208,30 +270,41 @@ static void cv_push(cellv *v, cell c)
     v->v[v->n++] = c;
 }
 
+/* The children of p that meet the region, with their relations. */
+static size_t children(const cell *p, relate_fn rel, const void *region, cell kids[4])
+{
+    size_t nk = 0;
+    for (int k = 0; k < 4; k++) {
+        cell c = {p->face, p->level + 1, p->i * 2 + (k >> 1), p->j * 2 + (k & 1), 0};
+        if ((c.rel = rel(&c, region)) != REL_DISJOINT)
+            kids[nk++] = c;
+    }
+    return nk;
+}
+
 /*
- * Cover the cap (qc, qr) with cells of levels [minl, maxl]: start from the
- * cells at minl that meet it, and split the coarsest partially covered
- * cell while the result stays under max_cells (S2RegionCoverer's
- * strategy in its simplest form).
+ * Cover a region with cells of levels [minl, maxl]: start from the cells
+ * at minl that meet it (all of them, however many: the covering must be
+ * complete), and split the coarsest cell the region holds only in part
+ * while the result stays under max_cells (S2RegionCoverer's strategy in
+ * its simplest form).  Cells the region holds whole are not split.
  */
-static void cover_cap(q_geo_vec qc, double qr, int minl, int maxl, size_t max_cells, cellv *out)
+static void cover(relate_fn rel, const void *region, int minl, int maxl, size_t max_cells,
+                  cellv *out)
 {
     cellv todo = {0};
     for (int f = 0; f < 6; f++) {
-        cell c = {f, 0, 0, 0};
-        if (relate(&c, qc, qr))
+        cell c = {f, 0, 0, 0, 0};
+        if ((c.rel = rel(&c, region)) != REL_DISJOINT)
             cv_push(&todo, c);
     }
     /* down to minl */
     while (todo.n && todo.v[0].level < minl) {
         cellv next = {0};
+        cell kids[4];
         for (size_t i = 0; i < todo.n; i++)
-            for (int k = 0; k < 4; k++) {
-                cell c = {todo.v[i].face, todo.v[i].level + 1, todo.v[i].i * 2 + (k >> 1),
-                          todo.v[i].j * 2 + (k & 1)};
-                if (relate(&c, qc, qr))
-                    cv_push(&next, c);
-            }
+            for (size_t k = 0, nk = children(&todo.v[i], rel, region, kids); k < nk; k++)
+                cv_push(&next, kids[k]);
         free(todo.v);
         todo = next;
     }
@@ -239,26 +312,43 @@ static void cover_cap(q_geo_vec qc, double qr, int minl, int maxl, size_t max_ce
     for (;;) {
         size_t best = SIZE_MAX;
         for (size_t i = 0; i < todo.n; i++)
-            if (todo.v[i].level < maxl && relate(&todo.v[i], qc, qr) == 1 &&
+            if (todo.v[i].level < maxl && todo.v[i].rel == REL_PARTIAL &&
                 (best == SIZE_MAX || todo.v[i].level < todo.v[best].level))
                 best = i;
         if (best == SIZE_MAX)
             break;
-        cell p = todo.v[best];
         cell kids[4];
-        size_t nk = 0;
-        for (int k = 0; k < 4; k++) {
-            cell c = {p.face, p.level + 1, p.i * 2 + (k >> 1), p.j * 2 + (k & 1)};
-            if (relate(&c, qc, qr))
-                kids[nk++] = c;
-        }
-        if (todo.n - 1 + nk > max_cells && todo.n >= 1)
+        size_t nk = children(&todo.v[best], rel, region, kids);
+        if (todo.n - 1 + nk > max_cells)
             break;
         todo.v[best] = todo.v[--todo.n];
         for (size_t k = 0; k < nk; k++)
             cv_push(&todo, kids[k]);
     }
     *out = todo;
+}
+
+static void cover_cap(q_geo_vec qc, double qr, int minl, int maxl, size_t max_cells, cellv *out)
+{
+    cap_region q = {qc, qr};
+    cover(relate_cap, &q, minl, maxl, max_cells, out);
+}
+
+static bool has_area(const q_geo *g)
+{
+    if (g->type == QG_POLYGON || g->type == QG_MPOLYGON)
+        return true;
+    for (size_t i = 0; i < g->nkids; i++)
+        if (has_area(g->kids[i]))
+            return true;
+    return false;
+}
+
+static void cover_geo(const q_geo *g, int minl, int maxl, size_t max_cells, cellv *out)
+{
+    geo_region q = {.g = g, .area = has_area(g)};
+    q_geo_cap(g, &q.c, &q.r);
+    cover(relate_geo, &q, minl, maxl, max_cells, out);
 }
 
 void q_s2_key(uint64_t id, q_buf *out)
@@ -285,11 +375,8 @@ void q_s2_cover_geo(const q_geo *g, const q_geo_params *gp, uint64_t **ids, size
         *n = 1;
         return;
     }
-    q_geo_vec c;
-    double r;
-    q_geo_cap(g, &c, &r);
     cellv v;
-    cover_cap(c, r, gp->coarsest, gp->finest, (size_t)gp->max_cells, &v);
+    cover_geo(g, gp->coarsest, gp->finest, (size_t)gp->max_cells, &v);
     *ids = malloc((v.n ? v.n : 1) * sizeof **ids);
     for (size_t i = 0; i < v.n; i++)
         (*ids)[i] = cell_id(&v.v[i]);
@@ -326,30 +413,26 @@ static void add_ival(q_ival **iv, size_t *n, size_t *cap, uint64_t lo, uint64_t 
     q_buf_printf(&x->his, "%lld]", (long long)(int64_t)(hi ^ (1ull << 63)));
 }
 
-void q_s2_cap_ranges(q_geo_vec c, double angle, const q_geo_params *gp, q_ival **iv, size_t *n)
+/* The key intervals of a query covering v: each cell's descendants as a
+ * range, and each of its ancestors down to the coarsest indexed level as
+ * a point (coarser cells of indexed geometries that contain it). */
+static void ranges_of(const cellv *v, const q_geo_params *gp, q_ival **iv, size_t *n)
 {
-    cellv v;
-    size_t nr = 0, cap = 0;
-    /* a query covering may go finer than the index's levels (points are
-     * leaves); 8 levels below the finest keeps the count bounded */
-    int maxl = gp->finest + 8 > MAX_LEVEL ? MAX_LEVEL : gp->finest + 8;
-    cover_cap(c, angle, 0, maxl, 24, &v);
+    size_t nr = 0, cap = 0, rcap = 0;
     urange *r = NULL;
-    size_t rcap = 0;
-    for (size_t i = 0; i < v.n; i++) {
-        uint64_t id = cell_id(&v.v[i]), l = id & (~id + 1);
+    for (size_t i = 0; i < v->n; i++) {
+        uint64_t id = cell_id(&v->v[i]), l = id & (~id + 1);
         if (nr + MAX_LEVEL + 2 > rcap) {
             rcap = (nr + MAX_LEVEL + 2) * 2;
             r = realloc(r, rcap * sizeof *r);
             assert(r);
         }
         r[nr++] = (urange){id - (l - 1), id + (l - 1)};
-        for (int lv = v.v[i].level - 1; lv >= gp->coarsest; lv--) {
+        for (int lv = v->v[i].level - 1; lv >= gp->coarsest; lv--) {
             uint64_t p = parent(id, lv);
             r[nr++] = (urange){p, p};
         }
     }
-    free(v.v);
     q_sort(r, nr, sizeof *r, cmp_range);
     *iv = NULL;
     *n = 0;
@@ -360,4 +443,27 @@ void q_s2_cap_ranges(q_geo_vec c, double angle, const q_geo_params *gp, q_ival *
         add_ival(iv, n, &cap, lo, hi);
     }
     free(r);
+}
+
+/* A query covering may go finer than the index's levels (points are
+ * leaves); 8 levels below the finest keeps the count bounded. */
+static int query_max_level(const q_geo_params *gp)
+{
+    return gp->finest + 8 > MAX_LEVEL ? MAX_LEVEL : gp->finest + 8;
+}
+
+void q_s2_cap_ranges(q_geo_vec c, double angle, const q_geo_params *gp, q_ival **iv, size_t *n)
+{
+    cellv v;
+    cover_cap(c, angle, 0, query_max_level(gp), QUERY_CELLS, &v);
+    ranges_of(&v, gp, iv, n);
+    free(v.v);
+}
+
+void q_s2_geo_ranges(const q_geo *g, const q_geo_params *gp, q_ival **iv, size_t *n)
+{
+    cellv v;
+    cover_geo(g, 0, query_max_level(gp), QUERY_CELLS, &v);
+    ranges_of(&v, gp, iv, n);
+    free(v.v);
 }
