@@ -1,8 +1,8 @@
 /*
- * js.h -- the embedded JavaScript engine behind mapReduce and $where: the
- * only header the rest of minidoc includes (query/ uses it; nothing else
- * sees the engine's own API, so another ES5 engine can replace
- * js/js_duk.c behind it).
+ * js.h -- the embedded JavaScript engine behind mapReduce, $where and the
+ * shell (tools/shell*.c): the only header the rest of minidoc includes
+ * (query/ and the shell use it; nothing else sees the engine's own API, so
+ * another ES5 engine can replace js/js_duk.c behind it).
  *
  * A context (js_ctx) is one JavaScript heap with MongoDB's environment:
  * emit, Array.sum, Array.avg, NumberLong, NumberInt, NumberDecimal,

@@ -1,8 +1,8 @@
 /*
  * js_duk.c -- js.h on Duktape 2.7 (Debian's duktape-dev): the heap, its
  * allocator and memory limit, the time limits, function definition and
- * calls, and MongoDB's environment (the classes are written in JavaScript
- * below, over the natives of js_duk_conv.c).
+ * calls, host functions, and MongoDB's environment (the classes are
+ * written in JavaScript below, over the natives of js_duk_conv.c).
  *
  * Why Duktape and not MuJS (both are ES5 engines in Debian 12): neither
  * package is built with an interrupt hook (duktape's

@@ -232,6 +232,8 @@ var __shell = (function (G) {
             out(__fmt.show(batch, colors()));
         if (this.hasNext())
             out('Type "it" for more');
+        else
+            state.cursor = null;
     };
     Cursor.prototype.__shellName = function () {
         return this._kind === 'aggregate' ? 'AggregationCursor' : 'Cursor';
@@ -674,9 +676,10 @@ var __shell = (function (G) {
     }
 
     function it() {
-        if (!state.cursor)
-            throw new Error('no cursor');
-        state.cursor.__shellPrint();
+        if (state.cursor)
+            state.cursor.__shellPrint();
+        else
+            out('no cursor');
     }
 
     /* The shell command a line is (use, show, it, help, exit), or null. */
@@ -825,7 +828,12 @@ var __shell = (function (G) {
     }
 
     G.print = function () { out(__fmt.args(arguments, colors())); };
-    G.printjson = function (x) { out(__fmt.show(x, colors())); };
+    G.printjson = function (x) { out(__fmt.show(x, colors(), true)); };
+    /* MinKey() and MaxKey() as in mongosh (the values stay what the
+     * engine's environment made them) */
+    var minKey = G.MinKey, maxKey = G.MaxKey;
+    G.MinKey = function MinKey() { return minKey; };
+    G.MaxKey = function MaxKey() { return maxKey; };
     G.quit = quit;
     G.exit = quit;
 

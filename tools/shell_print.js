@@ -9,15 +9,19 @@
  * An object or array goes on one line when it fits in 80 columns and has
  * fewer than three levels of nesting below it; otherwise one entry per
  * line, indented by two.  An array of more than six short entries is laid
- * out in columns.  With colours (a terminal): strings green, numbers and
- * booleans yellow, null bold, undefined grey, dates magenta, regular
- * expressions red, functions cyan.
+ * out in columns.  printjson() prints every level expanded, as mongosh's
+ * does.  Keys that are not identifiers ('a.b', '$match') are quoted.  With colours (a terminal): strings green, numbers and
+ * booleans yellow, null bold, undefined grey, regular expressions red,
+ * functions cyan; inside ObjectId('...'), Long('...') and the like the
+ * string or number is coloured, and ISODate('...') is not (mongosh's
+ * colours, checked against mongosh 2.12 on a terminal).
  *
  * Part of the shell's prelude (tools/shell_js.c compiles it in, before
  * shell_api.js); it defines the global __fmt.
  */
 var __fmt = (function () {
     var BREAK = 80;
+    var MINKEY = MinKey, MAXKEY = MaxKey; /* the values (shell_api.js wraps the names) */
     var STYLE = {
         string: ['32', '39'], number: ['33', '39'], boolean: ['33', '39'],
         null: ['1', '22'], undefined: ['90', '39'], date: ['35', '39'],
@@ -71,7 +75,7 @@ var __fmt = (function () {
     }
 
     function key(o, k) {
-        return /^[A-Za-z_$][A-Za-z0-9_$]*$/.test(k) ? k : paint(o, quote(k), 'string');
+        return /^[A-Za-z_][A-Za-z0-9_]*$/.test(k) ? k : paint(o, quote(k), 'string');
     }
 
     function str(o, s) {
@@ -121,8 +125,8 @@ var __fmt = (function () {
         if (typeof v.__shellName === 'function')
             return v.__shellName();
         if (v instanceof Date)
-            return paint(o, isNaN(v.getTime()) ? 'Invalid Date'
-                                               : "ISODate('" + v.toISOString() + "')", 'date');
+            return isNaN(v.getTime()) ? paint(o, 'Invalid Date', 'date')
+                                      : "ISODate('" + v.toISOString() + "')";
         if (v instanceof RegExp || v instanceof BSONRegExp)
             return paint(o, String(v), 'regexp');
         if (v instanceof ObjectId)
@@ -144,9 +148,9 @@ var __fmt = (function () {
             return 'Binary.createFromBase64(' + str(o, v.base64()) + ', ' +
                    num(o, v.subtype()) + ')';
         }
-        if (v === MinKey)
+        if (v === MINKEY)
             return 'MinKey()';
-        if (v === MaxKey)
+        if (v === MAXKEY)
             return 'MaxKey()';
         if (v instanceof Code)
             return 'Code(' + str(o, v.code) + (v.scope ? ', ' + fmt(v.scope, o, 0, []) : '') +
@@ -232,9 +236,9 @@ var __fmt = (function () {
         }
         seen.pop();
         var open = arr ? '[' : '{', close = arr ? ']' : '}';
-        var grouped = arr && n > 6 ? columns(out, v, indent) : out;
+        var grouped = arr && n > 6 && !o.expand ? columns(out, v, indent) : out;
         var text;
-        if (grouped === out && height < 3 && fits(out, indent) &&
+        if (!o.expand && grouped === out && height < 3 && fits(out, indent) &&
             out.join(', ').indexOf('\n') < 0) {
             text = open + ' ' + out.join(', ') + ' ' + close;
         } else {
@@ -264,9 +268,10 @@ var __fmt = (function () {
         return true;
     }
 
-    /* What the shell prints for a result: strings as they are. */
-    function show(v, colors) {
-        var o = {colors: !!colors};
+    /* What the shell prints for a result: strings as they are.  expand:
+     * every non-empty object and array one entry per line (printjson). */
+    function show(v, colors, expand) {
+        var o = {colors: !!colors, expand: !!expand};
         if (typeof v === 'string')
             return v;
         return fmt(v, o, 0, []);
