@@ -148,6 +148,8 @@ same "use bad name" "$(sh_eval 'use a.b'; echo "rc=$?")" \
 rc=1"
 same "db.x.y" "$(sh_eval 'db.x.y.getFullName() + " " + db.getCollection("a-b").getName()')" \
     "test.x.y a-b"
+same "completions" "$(sh_eval 'JSON.stringify([__shell.complete("db.c.find({}).so"), __shell.complete("show c"), __shell.complete("db.c.insertM"), __shell.complete("db.getCollectionN"), __shell.complete("Obj")])')" \
+    '[[".sort"],["collections"],["db.c.insertMany"],["db.getCollectionNames"],["ObjectId"]]'
 expect help "$(sh_eval 'help')" "show collections"
 expect "collection help" "$(sh_eval 'db.c.help()')" "findOneAndUpdate"
 
