@@ -11,8 +11,9 @@
  * each file runs as a script (nothing printed but what it prints); the
  * shell then exits: 0, or 1 at the first uncaught error (the rest is not
  * run).  With neither, the shell is interactive.  The data directory is
- * the server's (one directory per database, DIR/<name>/), created if
- * missing; the first database is --dbname (default test).
+ * the server's (one directory per database, DIR/<name>/), ./data unless
+ * --dbpath names one, created if missing; the first database is --dbname
+ * (default test).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -191,9 +192,9 @@ int tool_shell_main(int argc, char **argv)
         rc = run_batch(&sh, &a);
     } else {
         if (!a.quiet && isatty(STDIN_FILENO))
-            printf("minidoc shell: data directory %s, engine %s\n"
+            printf("minidoc shell: data directory %s%s%s\n"
                    "Type \"help\" for help, \"exit\" or Ctrl-D to leave.\n",
-                   dir, a.db.engine ? a.db.engine : "as created (new: btree)");
+                   dir, a.db.engine ? ", engine " : "", a.db.engine ? a.db.engine : "");
         rc = shell_repl(&sh, a.quiet);
     }
 out_close:
