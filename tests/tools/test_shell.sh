@@ -287,6 +287,14 @@ expect_status "piped session status" 1 $rc
 # the data directory is the server's layout: one directory per database
 [ -d "$DIR/bt/test" ] && [ -d "$DIR/bt/other" ] && ok || ko "one directory per database"
 
+# a database the CLI made in DIR/NAME with --dbname NAME is the shell's `use NAME`
+mkdir -p "$DIR/cli"
+"$MINIDOC" --dbpath "$DIR/cli/shop" --dbname shop --engine mmapv1 --opts "$OPTS" \
+    eval '{"insert": "c", "documents": [{"_id": 1, "v": "from the CLI"}]}' >/dev/null
+same "a CLI database" "$("$MINIDOC" shell --dbpath "$DIR/cli" --eval 'use shop' --eval 'db.c.findOne()' 2>&1)" \
+    "switched to db shop
+{ _id: 1, v: 'from the CLI' }"
+
 # ---- mmapv1 ---------------------------------------------------------------------------------
 out=$("$MINIDOC" shell --dbpath "$DIR/mm" --engine mmapv1 --opts "$OPTS" \
     --eval 'db.m.insertMany([{_id: 1, s: "x"}, {_id: 2, s: "y"}]); db.m.updateOne({_id: 1}, {$set: {s: "a much longer string that moves the record"}}); [db.m.findOne({_id: 1}).s, db.m.stats().nindexes]' 2>&1)
