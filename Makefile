@@ -74,7 +74,7 @@ CLI       := $(BUILD)/minidoc
 # tools/ code the CLI and the tests share (json_out.c: the CLI's JSON writer)
 TOOL_OBJS := $(BUILD)/tools/json_out.o
 # the CLI's subcommands, one file each (files.c: GridFS, as mongofiles;
-# dump, restore, import, export, inspect: tools/tool.h)
+# dump, restore, import, export, inspect, shell: tools/tool.h)
 CLI_OBJS  := $(patsubst %.c,$(BUILD)/%.o,$(filter-out tools/minidoc.c tools/json_out.c,$(wildcard tools/*.c)))
 # server/: `minidoc serve`, the wire-protocol server, linked into the CLI
 # (and into the tests, which drive it in-process); zlib is one of its
@@ -204,7 +204,18 @@ uninstall:
 	    $(DESTDIR)$(PCDIR)/minidoc.pc $(DESTDIR)$(PCDIR)/minidoc-static.pc
 
 $(CLI): $(BUILD)/tools/minidoc.o $(CLI_OBJS) $(TOOL_OBJS) $(SRV_OBJS) $(LIB)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(SRV_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(SRV_LIBS) $(SHELL_LIBS)
+
+# `minidoc shell` (tools/shell*.c): GNU readline, and its JavaScript prelude
+# (tools/shell_print.js, then tools/shell_api.js) as a C string literal.
+SHELL_LIBS := -lreadline
+SHELL_JS   := tools/shell_print.js tools/shell_api.js
+$(BUILD)/tools/shell_prelude.inc: $(SHELL_JS)
+	@mkdir -p $(dir $@)
+	sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $(SHELL_JS) > $@.tmp
+	mv $@.tmp $@
+$(BUILD)/tools/shell_js.o: $(BUILD)/tools/shell_prelude.inc
+$(BUILD)/tools/shell_js.o: CPPFLAGS += -I$(BUILD)/tools
 
 $(TEST_BIN): $(TEST_OBJS) $(TOOL_OBJS) $(SRV_OBJS) $(PAT_OBJS) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(SRV_LIBS) -lcriterion
@@ -226,6 +237,7 @@ test: deps
 	MINIDOC=$(CLI) tests/tools/test_dump.sh
 	MINIDOC=$(CLI) tests/tools/test_import.sh
 	MINIDOC=$(CLI) tests/tools/test_inspect.sh
+	MINIDOC=$(CLI) tests/tools/test_shell.sh
 	BUILD=$(BUILD) tests/tools/test_deps.sh
 	MAKE="$(MAKE)" BUILD=$(BUILD) SANFLAGS="$(if $(SANITIZER),-fsanitize=$(SANITIZER))" \
 	    tests/install/test_install.sh

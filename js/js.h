@@ -1,8 +1,8 @@
 /*
- * js.h -- the embedded JavaScript engine behind mapReduce and $where: the
- * only header the rest of minidoc includes (query/ uses it; nothing else
- * sees the engine's own API, so another ES5 engine can replace
- * js/js_duk.c behind it).
+ * js.h -- the embedded JavaScript engine behind mapReduce, $where and the
+ * shell (tools/shell*.c): the only header the rest of minidoc includes
+ * (query/ and the shell use it; nothing else sees the engine's own API, so
+ * another ES5 engine can replace js/js_duk.c behind it).
  *
  * A context (js_ctx) is one JavaScript heap with MongoDB's environment:
  * emit, Array.sum, Array.avg, NumberLong, NumberInt, NumberDecimal,
@@ -31,6 +31,11 @@
  *   MinKey / MaxKey           MinKey / MaxKey
  *   code, symbol, dbPointer   Code / string / DBPointer
  *   (a JS function)           code
+ *
+ * Host functions (js_ctx_add_host): a program gives JavaScript a named
+ * global function implemented in C, which receives its arguments as BSON
+ * and returns one BSON value; the shell (tools/shell*.c) builds its db
+ * object on such functions.
  *
  * Errors: a JavaScript error (syntax, throw, a TypeError, out of memory, the
  * call stack limit) is JSInterpreterFailure (139) with the engine's message;
@@ -68,6 +73,9 @@ typedef struct js_opts {
     int64_t time_limit_ms; /* the whole context, from js_ctx_new; 0: none */
     int64_t call_limit_ms; /* each call; 0: JS_CALL_LIMIT_MS */
     size_t mem_limit;      /* heap bytes; 0: JS_MEM_LIMIT */
+    bool int32_numbers;    /* an integral number that fits is written as
+                            * int32, not double (mongosh's rule; the
+                            * default is MongoDB's server-side one above) */
 } js_opts;
 
 /* A new context (o may be NULL: the defaults).  Caller owns *out. */
@@ -84,6 +92,20 @@ int js_ctx_set_globals(js_ctx *c, const bson_t *vars, md_error *err);
  */
 typedef int (*js_emit_fn)(void *arg, const bson_t *kv, md_error *err);
 void js_ctx_set_emit(js_ctx *c, js_emit_fn fn, void *arg);
+
+/*
+ * A host function: JavaScript's name(a, b, ...) calls fn with args =
+ * [a, b, ...] as a BSON array (a view valid during the call) and an empty
+ * document ret.  fn appends at most one value to ret (under any key): it
+ * is the JavaScript return value (nothing: undefined).  fn returns 0, or
+ * an MD_* code with err filled: the call then throws an Error whose
+ * message is err's message and whose `code` is err's code, which the
+ * script may catch.  fn runs outside the time limits' reach (as emit
+ * does) and must not call back into the context.
+ */
+typedef int (*js_host_fn)(void *arg, const bson_t *args, bson_t *ret, md_error *err);
+/* Define global `name` as host function fn (called with arg). */
+int js_ctx_add_host(js_ctx *c, const char *name, js_host_fn fn, void *arg, md_error *err);
 
 /*
  * Define a function from source: "function (...) {...}", or an expression

@@ -1,8 +1,8 @@
 /*
  * js_duk.c -- js.h on Duktape 2.7 (Debian's duktape-dev): the heap, its
  * allocator and memory limit, the time limits, function definition and
- * calls, and MongoDB's environment (the classes are written in JavaScript
- * below, over the natives of js_duk_conv.c).
+ * calls, host functions, and MongoDB's environment (the classes are
+ * written in JavaScript below, over the natives of js_duk_conv.c).
  *
  * Why Duktape and not MuJS (both are ES5 engines in Debian 12): neither
  * package is built with an interrupt hook (duktape's
@@ -522,6 +522,7 @@ int js_ctx_new(const js_opts *o, js_ctx **out, md_error *err)
     if (!c)
         return md_error_set(err, MD_ENOMEM, MD_CODE_INTERNAL_ERROR, "out of memory");
     c->mem_limit = o && o->mem_limit ? o->mem_limit : JS_MEM_LIMIT;
+    c->int32_numbers = o && o->int32_numbers;
     int64_t call_ms = o && o->call_limit_ms > 0 ? o->call_limit_ms : JS_CALL_LIMIT_MS;
     c->call_limit_ns = call_ms * 1000000;
     if (o && o->time_limit_ms > 0)
@@ -551,6 +552,8 @@ void js_ctx_destroy(js_ctx *c)
      * any time limit; the heap holds nothing but memory */
     heap_drop(c);
     free(c->fns);
+    free(c->hosts);
+    free(c->hbuf.p);
     free(c->out.p);
     free(c->ebuf.p);
     free(c);
@@ -721,5 +724,121 @@ int js_func_test(js_ctx *c, int fn, const bson_t *this_doc, bool *truthy, md_err
     int rc = js_run(c, call_body, &k, err);
     if (rc == 0)
         *truthy = k.truthy;
+    return rc;
+}
+
+/* ---- host functions ----------------------------------------------------------------- */
+
+struct js_host {
+    js_host_fn fn;
+    void *arg;
+};
+
+/* The native behind every host function: its index in c->hosts is the
+ * function's magic.  Arguments go to BSON through c->hbuf (an error thrown
+ * by the conversion leaks nothing); the result comes back in a libbson
+ * document that is destroyed before anything can throw. */
+static duk_ret_t n_host(duk_context *d)
+{
+    duk_memory_functions mf;
+    duk_get_memory_functions(d, &mf);
+    js_ctx *c = mf.udata;
+    int h = duk_get_current_magic(d);
+    duk_idx_t n = duk_get_top(d);
+    duk_push_array(d);
+    for (duk_idx_t i = 0; i < n; i++) {
+        duk_dup(d, i);
+        duk_put_prop_index(d, -2, (duk_uarridx_t)i);
+    }
+    js_to_bson1(c, -1, &c->hbuf);
+    duk_pop(d);
+    bson_t wrap, args;
+    bson_iter_t it;
+    const uint8_t *data;
+    uint32_t len;
+    if (!bson_init_static(&wrap, c->hbuf.p, c->hbuf.len) || !bson_iter_init(&it, &wrap) ||
+        !bson_iter_next(&it) || !BSON_ITER_HOLDS_ARRAY(&it))
+        return duk_error(d, DUK_ERR_ERROR, "host function: arguments not convertible");
+    bson_iter_array(&it, &len, &data);
+    if (!bson_init_static(&args, data, len))
+        return duk_error(d, DUK_ERR_ERROR, "host function: arguments not convertible");
+    bson_t ret;
+    md_error err;
+    md_error_clear(&err);
+    bson_init(&ret);
+    c->native_depth++;
+    int rc = c->hosts[h].fn(c->hosts[h].arg, &args, &ret, &err);
+    c->native_depth--;
+    if (rc) {
+        bson_destroy(&ret);
+        duk_push_error_object(d, DUK_ERR_ERROR, "%s", err.message[0] ? err.message : "host error");
+        duk_push_int(d, err.code);
+        duk_put_prop_string(d, -2, "code");
+        return duk_throw(d);
+    }
+    /* the value is pushed from a copy in hbuf, so that the libbson
+     * document is gone before a conversion could throw */
+    bool has = bson_iter_init(&it, &ret) && bson_iter_next(&it);
+    if (has) {
+        c->hbuf.len = 0;
+        size_t need = ret.len;
+        if (need > c->hbuf.cap) {
+            uint8_t *p = realloc(c->hbuf.p, need);
+            if (!p) {
+                bson_destroy(&ret);
+                return duk_error(d, DUK_ERR_RANGE_ERROR, "out of memory");
+            }
+            c->hbuf.p = p;
+            c->hbuf.cap = need;
+        }
+        memcpy(c->hbuf.p, bson_get_data(&ret), ret.len);
+        c->hbuf.len = ret.len;
+    }
+    bson_destroy(&ret);
+    if (!has)
+        return 0;
+    if (!bson_init_static(&wrap, c->hbuf.p, c->hbuf.len) || !bson_iter_init(&it, &wrap) ||
+        !bson_iter_next(&it))
+        return duk_error(d, DUK_ERR_ERROR, "host function: result not convertible");
+    js_push_bson_value(c, &it);
+    return 1;
+}
+
+typedef struct js_host_def {
+    js_ctx *c;
+    const char *name;
+    int index;
+} js_host_def;
+
+static duk_ret_t host_body(duk_context *d, void *u)
+{
+    js_host_def *h = u;
+    duk_push_global_object(d);
+    duk_push_c_function(d, n_host, DUK_VARARGS);
+    duk_set_magic(d, -1, h->index);
+    duk_put_prop_string(d, -2, h->name);
+    duk_pop(d);
+    duk_push_undefined(d);
+    return 1;
+}
+
+int js_ctx_add_host(js_ctx *c, const char *name, js_host_fn fn, void *arg, md_error *err)
+{
+    if (c->nhost >= 32767)
+        return md_error_set(err, MD_EINVAL, MD_CODE_BAD_VALUE, "too many host functions");
+    if (c->nhost == c->hcap) {
+        int cap = c->hcap ? 2 * c->hcap : 8;
+        struct js_host *hs = realloc(c->hosts, (size_t)cap * sizeof *hs);
+        if (!hs)
+            return md_error_set(err, MD_ENOMEM, MD_CODE_INTERNAL_ERROR, "out of memory");
+        c->hosts = hs;
+        c->hcap = cap;
+    }
+    c->hosts[c->nhost].fn = fn;
+    c->hosts[c->nhost].arg = arg;
+    js_host_def h = {c, name, c->nhost};
+    int rc = js_run(c, host_body, &h, err);
+    if (rc == 0)
+        c->nhost++;
     return rc;
 }

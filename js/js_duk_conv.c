@@ -519,6 +519,12 @@ static void w_number(js_ctx *c, js_wbuf *w, double v, const char *k, size_t klen
                      duk_idx_t i32)
 {
     duk_context *d = c->duk;
+    if (c->int32_numbers && v >= -2147483648.0 && v <= 2147483647.0 && v == (double)(int32_t)v &&
+        !(v == 0 && signbit(v))) {
+        w_head(c, w, BSON_TYPE_INT32, k, klen);
+        w_i32(c, w, (int32_t)v);
+        return;
+    }
     if (i32 >= 0 && v >= -2147483648.0 && v <= 2147483647.0 && v == (double)(int32_t)v) {
         duk_get_prop_lstring(d, i32, k, klen);
         bool was_int = duk_get_boolean(d, -1);

@@ -69,6 +69,10 @@ struct js_ctx {
     bool emit_failed;
     char fatal[256];   /* a fatal engine error's message */
     js_wbuf out, ebuf; /* results; emit's {k, v} */
+    js_wbuf hbuf;      /* a host function's arguments */
+    struct js_host *hosts; /* js_ctx_add_host's functions */
+    int nhost, hcap;
+    bool int32_numbers; /* js_opts.int32_numbers */
 };
 
 /* js_duk_conv.c */

@@ -707,7 +707,7 @@ static int define(mr_state *st, const bson_iter_t *it, int *fn, md_error *err)
 static int mr_setup(mr_state *st, md_error *err)
 {
     const mr_cmd *p = st->cmd;
-    js_opts o = {p->max_time_ms, st->db->js_time_limit_ms, 0};
+    js_opts o = {p->max_time_ms, st->db->js_time_limit_ms, 0, false};
     int rc = js_ctx_new(&o, &st->js, err);
     if (rc)
         return rc;

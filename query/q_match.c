@@ -472,7 +472,7 @@ static bool where_matches(const q_mnode *n, const uint8_t *data, uint32_t len)
     if (w->rc || !bson_init_static(&doc, data, len))
         return where_failed(w);
     if (!w->js) {
-        js_opts o = {0, w->limit_ms, 0};
+        js_opts o = {0, w->limit_ms, 0, false};
         uint32_t sl = 0, scl;
         const uint8_t *scope = NULL;
         const char *src = BSON_ITER_HOLDS_UTF8(&n->arg) ? bson_iter_utf8(&n->arg, &sl)

@@ -2,7 +2,8 @@
 # deps.sh [SET...] -- make sure the Debian packages a make target needs are
 # installed.  Sets (default: lib):
 #
-#   lib     the library, the CLI (zlib1g-dev: dump and restore --gzip),
+#   lib     the library, the CLI (zlib1g-dev: dump and restore --gzip;
+#           libreadline-dev: the shell's line editing),
 #           the demo and the tests: what `make`,
 #           `make demo`, `make test`, `make install` and `make crash` need
 #           (tzdata: the Olson time zones of the date expressions)
@@ -23,7 +24,7 @@
 # else it prints the exact apt-get line to run and fails (it never calls
 # sudo).  On a system without dpkg it cannot check and says so.
 set -e
-LIB_PKGS="build-essential pkg-config libbson-dev libzstd-dev libsnappy-dev libpcre2-dev libstemmer-dev duktape-dev libcriterion-dev tzdata zlib1g-dev"
+LIB_PKGS="build-essential pkg-config libbson-dev libzstd-dev libsnappy-dev libpcre2-dev libstemmer-dev duktape-dev libcriterion-dev tzdata zlib1g-dev libreadline-dev"
 BENCH_PKGS="liblmdb-dev libwiredtiger-dev gnuplot-nox"
 PLOT_PKGS="gnuplot-nox"
 FUZZ_PKGS="clang libclang-rt-dev"

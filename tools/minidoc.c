@@ -20,6 +20,8 @@
  *
  *   minidoc dump|restore|import|export|inspect ...   the tools, one file each
  *                                            (tools/tool.h; --help each)
+ *   minidoc shell [--dbpath DIR] [--eval JS] [file.js]   the interactive
+ *                                            JavaScript shell (tools/shell.h)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,7 +68,9 @@ static void usage(FILE *f)
             "\n"
             "  minidoc dump|restore [options]   mongodump/mongorestore (--help each)\n"
             "  minidoc import|export [options]  mongoimport/mongoexport (--help each)\n"
-            "  minidoc inspect [options]        draw the data files (--help)\n");
+            "  minidoc inspect [options]        draw the data files (--help)\n"
+            "  minidoc shell [--dbpath DIR] [--eval JS] [file.js]\n"
+            "                                   the interactive shell, as mongosh (--help)\n");
 }
 
 

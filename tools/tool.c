@@ -20,6 +20,7 @@ static const struct {
     {"import", tool_import_main},
     {"export", tool_export_main},
     {"inspect", tool_inspect_main},
+    {"shell", tool_shell_main},
 };
 
 /* Options of minidoc.c and of the tools whose value is a separate word. */
@@ -29,7 +30,7 @@ static bool takes_value(const char *a)
         "--dbpath", "--engine", "--dbname", "--opts", "--out", "-o", "--collection", "-c",
         "--db", "-d", "--query", "-q", "--nsInclude", "--file", "--fields", "-f", "--type",
         "--mode", "--upsertFields", "--batchSize", "--sort", "--limit", "--skip", "--svg",
-        "--fieldFile", "--diff", "--png", "--jsonFormat", NULL};
+        "--fieldFile", "--diff", "--png", "--jsonFormat", "--eval", NULL};
     for (int k = 0; with_value[k]; k++)
         if (strcmp(a, with_value[k]) == 0)
             return true;

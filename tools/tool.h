@@ -1,6 +1,6 @@
 /*
  * tool.h -- what the minidoc subcommands (dump, restore, import, export,
- * inspect) share: the database options every one of them takes (--dbpath,
+ * inspect, shell) share: the database options every one of them takes (--dbpath,
  * --engine, --dbname, --smallfiles, --opts), opening the database with a
  * clear message when it cannot be opened (missing, locked by another
  * process: DBPathInUse, 98), running a command and printing its error,
@@ -43,6 +43,7 @@ int tool_restore_main(int argc, char **argv);
 int tool_import_main(int argc, char **argv);
 int tool_export_main(int argc, char **argv);
 int tool_inspect_main(int argc, char **argv);
+int tool_shell_main(int argc, char **argv); /* shell.c (tools/shell.h) */
 
 /* "--name value" or "--name=value" at argv[*i]: the value (advancing *i
  * past a separate value), else NULL. */

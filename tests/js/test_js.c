@@ -3,7 +3,8 @@
  * environment (emit, Array.sum, NumberLong, ObjectId, ISODate, Date
  * getters, tojson), and the failures: syntax errors, throws, runaways
  * stopped by the time limits (also from another thread), deep recursion,
- * a capped heap, cyclic results.
+ * a capped heap, cyclic results; host functions (js_ctx_add_host) and the
+ * int32_numbers option.
  */
 #include <criterion/criterion.h>
 #include <pthread.h>
@@ -22,7 +23,7 @@ static bson_t *J(const char *json)
 
 static js_ctx *ctx(int64_t call_ms, int64_t total_ms, size_t mem)
 {
-    js_opts o = {total_ms, call_ms, mem};
+    js_opts o = {total_ms, call_ms, mem, false};
     js_ctx *c;
     md_error err;
     cr_assert_eq(js_ctx_new(&o, &c, &err), 0, "%s", err.message);
@@ -351,5 +352,132 @@ Test(js, test_truthiness)
     cr_assert_eq(js_func_test(c, f2, d, &t, &err), 0);
     cr_assert(t);
     bson_destroy(d);
+    js_ctx_destroy(c);
+}
+
+/* ---- host functions (js_ctx_add_host) and js_opts.int32_numbers ------------------ */
+
+typedef struct host_log {
+    int calls;
+    char last[512]; /* the arguments of the last call, canonical JSON */
+} host_log;
+
+/* add(a, b) -> a + b as a double; echo(x) -> {got: x}; fail() -> an error;
+ * nothing() -> no value. */
+static int host_add(void *arg, const bson_t *args, bson_t *ret, md_error *err)
+{
+    host_log *l = arg;
+    l->calls++;
+    char *j = bson_as_canonical_extended_json(args, NULL);
+    snprintf(l->last, sizeof l->last, "%s", j);
+    bson_free(j);
+    bson_iter_t a, b;
+    if (!bson_iter_init_find(&a, args, "0") || !bson_iter_init_find(&b, args, "1"))
+        return md_error_set(err, MD_EINVAL, MD_CODE_BAD_VALUE, "add takes two numbers");
+    BSON_APPEND_DOUBLE(ret, "sum", bson_iter_as_double(&a) + bson_iter_as_double(&b));
+    return 0;
+}
+
+static int host_echo(void *arg, const bson_t *args, bson_t *ret, md_error *err)
+{
+    bson_iter_t it;
+    bson_t d;
+    BSON_APPEND_DOCUMENT_BEGIN(ret, "x", &d);
+    if (bson_iter_init_find(&it, args, "0"))
+        bson_append_iter(&d, "got", -1, &it);
+    bson_append_document_end(ret, &d);
+    return 0;
+}
+
+static int host_fail(void *arg, const bson_t *args, bson_t *ret, md_error *err)
+{
+    return md_error_set(err, MD_EINVAL, 9, "host said no");
+}
+
+static int host_nothing(void *arg, const bson_t *args, bson_t *ret, md_error *err)
+{
+    return 0;
+}
+
+Test(js, host_functions_take_and_return_bson)
+{
+    js_ctx *c = ctx(0, 0, 0);
+    host_log l = {0};
+    md_error err;
+    cr_assert_eq(js_ctx_add_host(c, "add", host_add, &l, &err), 0, "%s", err.message);
+    cr_assert_eq(js_ctx_add_host(c, "echo", host_echo, NULL, &err), 0, "%s", err.message);
+    cr_assert_eq(js_ctx_add_host(c, "fail", host_fail, NULL, &err), 0, "%s", err.message);
+    cr_assert_eq(js_ctx_add_host(c, "nothing", host_nothing, NULL, &err), 0, "%s", err.message);
+    bson_t out = BSON_INITIALIZER;
+    cr_assert_eq(call(c, "function () { return add(2, 3.5) * 2; }", NULL, NULL, &out, &err), 0,
+                 "%s", err.message);
+    bson_iter_t it;
+    cr_assert(bson_iter_init_find(&it, &out, "r"));
+    cr_assert_float_eq(bson_iter_double(&it), 11.0, 1e-9);
+    cr_assert_eq(l.calls, 1);
+    cr_assert(strstr(l.last, "\"0\" : { \"$numberDouble\" : \"2.0\" }"), "%s", l.last);
+
+    /* the BSON types go through whole, both ways, in field order */
+    bson_reinit(&out);
+    cr_assert_eq(call(c,
+                      "function () { return echo({b: NumberLong('9007199254740993'),"
+                      " a: ObjectId('5f1d7c3e9b1e8a2b3c4d5e6f'), d: new Date(5), r: /x/i}); }",
+                      NULL, NULL, &out, &err),
+                 0, "%s", err.message);
+    char *j = bson_as_canonical_extended_json(&out, NULL);
+    cr_assert_str_eq(j, "{ \"r\" : { \"got\" : { \"b\" : { \"$numberLong\" : \"9007199254740993\" }, "
+                        "\"a\" : { \"$oid\" : \"5f1d7c3e9b1e8a2b3c4d5e6f\" }, "
+                        "\"d\" : { \"$date\" : { \"$numberLong\" : \"5\" } }, "
+                        "\"r\" : { \"$regularExpression\" : { \"pattern\" : \"x\", "
+                        "\"options\" : \"i\" } } } } }");
+    bson_free(j);
+
+    /* an error is a JavaScript Error the script can catch, with its code */
+    bson_reinit(&out);
+    cr_assert_eq(call(c, "function () { try { fail(); } catch (e) { return [e.message, e.code]; } }",
+                      NULL, NULL, &out, &err),
+                 0, "%s", err.message);
+    j = bson_as_canonical_extended_json(&out, NULL);
+    cr_assert(strstr(j, "\"host said no\", { \"$numberInt\" : \"9\" }") ||
+                  strstr(j, "\"host said no\", { \"$numberDouble\" : \"9.0\" }"),
+              "%s", j);
+    bson_free(j);
+    /* uncaught, it fails the call (139) with the message */
+    expect_error(c, "function () { fail(); }", NULL, JS_CODE_INTERPRETER_FAILURE,
+                 "host said no");
+    /* no value: undefined */
+    bson_reinit(&out);
+    cr_assert_eq(call(c, "function () { return nothing() === undefined; }", NULL, NULL, &out,
+                      &err),
+                 0, "%s", err.message);
+    cr_assert(bson_iter_init_find(&it, &out, "r") && bson_iter_bool(&it));
+    /* arguments that cannot be converted (a cycle) throw before the host runs */
+    int before = l.calls;
+    expect_error(c, "function () { var o = {}; o.o = o; add(o, 1); }", NULL,
+                 JS_CODE_INTERPRETER_FAILURE, NULL);
+    cr_assert_eq(l.calls, before);
+    bson_destroy(&out);
+    js_ctx_destroy(c);
+}
+
+Test(js, int32_numbers_writes_integral_numbers_as_int32)
+{
+    js_opts o = {0, 0, 0, true};
+    js_ctx *c;
+    md_error err;
+    cr_assert_eq(js_ctx_new(&o, &c, &err), 0, "%s", err.message);
+    bson_t out = BSON_INITIALIZER;
+    cr_assert_eq(call(c, "function () { return {a: 1, b: 1.5, c: -0, d: 3000000000, e: -7}; }",
+                      NULL, NULL, &out, &err),
+                 0, "%s", err.message);
+    bson_t *w = J("{\"r\": {\"a\": 1, \"b\": 1.5, \"c\": {\"$numberDouble\": \"-0.0\"},"
+                  " \"d\": 3000000000.0, \"e\": -7}}");
+    char *got = bson_as_canonical_extended_json(&out, NULL);
+    char *exp = bson_as_canonical_extended_json(w, NULL);
+    cr_assert_str_eq(got, exp);
+    bson_free(got);
+    bson_free(exp);
+    bson_destroy(w);
+    bson_destroy(&out);
     js_ctx_destroy(c);
 }

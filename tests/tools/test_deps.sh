@@ -39,7 +39,7 @@ for f in apt-get sudo; do
 done
 chmod +x "$T/bin/"*
 
-LIB_PKGS="build-essential pkg-config libbson-dev libzstd-dev libsnappy-dev libpcre2-dev libstemmer-dev duktape-dev libcriterion-dev tzdata zlib1g-dev"
+LIB_PKGS="build-essential pkg-config libbson-dev libzstd-dev libsnappy-dev libpcre2-dev libstemmer-dev duktape-dev libcriterion-dev tzdata zlib1g-dev libreadline-dev"
 # deps UID INSTALLED SET...: run deps.sh with the fakes; output in $out, status in $st
 deps() {
     uid=$1 inst=$2
@@ -65,7 +65,7 @@ deps 1000 "$LIB_PKGS gnuplot-nox" lib plots
 expect_status "plots present" 0 $st
 deps 1000 "pkg-config libbson-dev" lib
 expect_status "non-root, library packages missing" 1 $st
-expect "library line" "$out" "sudo apt-get install -y build-essential libzstd-dev libsnappy-dev libpcre2-dev libstemmer-dev duktape-dev libcriterion-dev tzdata zlib1g-dev"
+expect "library line" "$out" "sudo apt-get install -y build-essential libzstd-dev libsnappy-dev libpcre2-dev libstemmer-dev duktape-dev libcriterion-dev tzdata zlib1g-dev libreadline-dev"
 expect_not "library line leaves out the benchmarks" "$out" "wiredtiger"
 deps 0 "$LIB_PKGS" lib bench
 expect "root installs only what is missing" "$calls" \
