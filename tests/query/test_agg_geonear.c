@@ -8,33 +8,11 @@
  */
 #include <math.h>
 
+#include "t_geo.h"
 #include "test_q_util.h"
 
 #define R_EARTH 6378100.0
 
-static double rnd(unsigned *s, double lo, double hi)
-{
-    *s = *s * 1103515245u + 12345u;
-    return lo + (hi - lo) * ((*s >> 8) & 0xFFFFFF) / 16777216.0;
-}
-
-static double hav(double lng1, double lat1, double lng2, double lat2)
-{
-    double r = M_PI / 180, dl = (lat2 - lat1) * r, dg = (lng2 - lng1) * r;
-    double a = sin(dl / 2) * sin(dl / 2) + cos(lat1 * r) * cos(lat2 * r) * sin(dg / 2) * sin(dg / 2);
-    return 2 * atan2(sqrt(a), sqrt(1 - a));
-}
-
-typedef struct pt {
-    int id;
-    double x, y, d;
-} pt;
-
-static int cmp_pt(const void *a, const void *b)
-{
-    const pt *x = a, *y = b;
-    return x->d < y->d ? -1 : x->d > y->d ? 1 : x->id - y->id;
-}
 
 /* Check an aggregate reply's first batch against the points sorted by d
  * (only those `keep` accepts, at most `want`): each _id's distance field

@@ -9,31 +9,9 @@
 #include <math.h>
 
 #include "q_geo.h"
+#include "t_geo.h"
 #include "test_q_util.h"
 
-static double rnd(unsigned *s, double lo, double hi)
-{
-    *s = *s * 1103515245u + 12345u;
-    return lo + (hi - lo) * ((*s >> 8) & 0xFFFFFF) / 16777216.0;
-}
-
-static double hav(double lng1, double lat1, double lng2, double lat2)
-{
-    double r = M_PI / 180, dl = (lat2 - lat1) * r, dg = (lng2 - lng1) * r;
-    double a = sin(dl / 2) * sin(dl / 2) + cos(lat1 * r) * cos(lat2 * r) * sin(dg / 2) * sin(dg / 2);
-    return 2 * atan2(sqrt(a), sqrt(1 - a));
-}
-
-typedef struct pt {
-    int id;
-    double x, y, d;
-} pt;
-
-static int cmp_pt(const void *a, const void *b)
-{
-    const pt *x = a, *y = b;
-    return x->d < y->d ? -1 : x->d > y->d ? 1 : x->id - y->id;
-}
 
 /* The _ids of a find reply's first batch. */
 static int batch_ids(const bson_t *r, int *ids, int max)
