@@ -76,10 +76,11 @@ TOOL_OBJS := $(BUILD)/tools/json_out.o
 CLI_OBJS  := $(patsubst %.c,$(BUILD)/%.o,$(filter-out tools/minidoc.c tools/json_out.c,$(wildcard tools/*.c)))
 # server/: `minidoc serve`, the wire-protocol server, linked into the CLI
 # (and into the tests, which drive it in-process); zlib is one of its
-# compressors.
+# compressors, OpenSSL (libssl-dev) gives it SCRAM-SHA-256's hashes and TLS.
 SRV_SRCS  := $(wildcard server/*.c)
 SRV_OBJS  := $(SRV_SRCS:%.c=$(BUILD)/%.o)
-SRV_LIBS  := $(shell pkg-config --libs zlib 2>/dev/null || echo -lz)
+SRV_LIBS  := $(shell pkg-config --libs zlib 2>/dev/null || echo -lz) \
+             $(shell pkg-config --libs openssl 2>/dev/null || echo -lssl -lcrypto)
 # tests/server/mongoc_example: libmongoc against the server, built when
 # libmongoc-dev is installed (make deps installs it); the Node.js driver and
 # mongosh go to $(NPM_DIR) (make deps, when npm is there).
