@@ -3,7 +3,8 @@
 #   make            build the library, the CLI and the tests (asserts on)
 #   make demo       build and run the scripted demo (tools/demo.sh)
 #   make test       install missing Debian packages, build, run every test
-#                   (the CLI checks, a staged make install and the README's
+#                   (the CLI checks, the server's driver, auth and TLS
+#                   tests, a staged make install and the README's
 #                   example built against it, build/test_faults,
 #                   build/test_minidoc)
 #   make check      alias of test
@@ -222,6 +223,7 @@ test: deps
 	MINIDOC=$(CLI) tests/tools/test_cli.sh
 	MINIDOC=$(CLI) tests/tools/test_files.sh
 	MINIDOC=$(CLI) BUILD=$(BUILD) NPM_DIR=$(NPM_DIR) tests/server/test_drivers.sh
+	MINIDOC=$(CLI) BUILD=$(BUILD) NPM_DIR=$(NPM_DIR) tests/server/test_auth.sh
 	MINIDOC=$(CLI) tests/tools/test_dump.sh
 	MINIDOC=$(CLI) tests/tools/test_import.sh
 	MINIDOC=$(CLI) tests/tools/test_inspect.sh
