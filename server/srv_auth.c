@@ -29,6 +29,8 @@
  * since (srv_users_version), so updateUser and dropUser take effect on
  * open connections at their next command.
  *
+ * A user may always run usersInfo about itself.
+ *
  * Not enforced: cursor ownership (a getMore names a cursor by id, whoever
  * made it) and collection-level privileges (there are no user-defined
  * roles); an unknown command needs root, where MongoDB says CommandNotFound
@@ -309,6 +311,31 @@ static bool may_list_databases(const srv_sess *s)
     return false;
 }
 
+/* usersInfo about a user this session is authenticated as: allowed, as
+ * MongoDB lets every user view itself. */
+static bool is_self(const srv_sess *s, const srv_request *req)
+{
+    bson_iter_t it, d;
+    const char *user = NULL, *db = req->db;
+    bson_iter_init(&it, &req->cmd);
+    bson_iter_next(&it);
+    if (BSON_ITER_HOLDS_UTF8(&it))
+        user = bson_iter_utf8(&it, NULL);
+    else if (BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &d)) {
+        db = NULL;
+        while (bson_iter_next(&d)) {
+            if (!strcmp(bson_iter_key(&d), "user") && BSON_ITER_HOLDS_UTF8(&d))
+                user = bson_iter_utf8(&d, NULL);
+            else if (!strcmp(bson_iter_key(&d), "db") && BSON_ITER_HOLDS_UTF8(&d))
+                db = bson_iter_utf8(&d, NULL);
+        }
+    }
+    for (int i = 0; user && db && i < s->nusers; i++)
+        if (!strcmp(s->users[i].user, user) && !strcmp(s->users[i].db, db))
+            return true;
+    return false;
+}
+
 static bool is_loopback(const char *remote)
 {
     return !strncmp(remote, "127.", 4);
@@ -338,10 +365,19 @@ bool srv_auth_check(srv_conn *c, const srv_request *req, const char *name, bson_
                                               : allowed(s, req->db, any, all);
     if (ok)
         return true;
-    char *json = bson_as_relaxed_extended_json(&req->cmd, NULL);
-    snprintf(msg, sizeof msg, "not authorized on %s to execute command %.300s", req->db,
-             json ? json : name);
-    bson_free(json);
+    if (!strcmp(name, "usersInfo") && is_self(s, req))
+        return true;
+    /* MongoDB prints the whole command; this names its target only, so that
+     * no pwd is ever echoed */
+    bson_iter_t it;
+    bson_iter_init(&it, &req->cmd);
+    bson_iter_next(&it);
+    if (BSON_ITER_HOLDS_UTF8(&it))
+        snprintf(msg, sizeof msg, "not authorized on %s to execute command { %s: \"%.200s\" }",
+                 req->db, name, bson_iter_utf8(&it, NULL));
+    else
+        snprintf(msg, sizeof msg, "not authorized on %s to execute command { %s: ... }",
+                 req->db, name);
     srv_reply_error(reply, 13, msg);
     return false;
 }

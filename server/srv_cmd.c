@@ -4,8 +4,7 @@
  *
  * Answered here (they concern the server, not one database): hello /
  * isMaster (the handshake, with compression negotiated), buildInfo, ping,
- * getParameter, getLog, hostInfo, whatsmyuri, connectionStatus,
- * getCmdLineOpts, endSessions / killAllSessions / refreshSessions (minidoc
+ * getParameter, getLog, hostInfo, whatsmyuri, getCmdLineOpts, endSessions / killAllSessions / refreshSessions (minidoc
  * has no sessions: lsid is accepted and ignored, so there is nothing to
  * end), listDatabases and dropDatabase (srv_db.c), and the refusals: the
  * replSet* commands (NoReplicationEnabled, 76), transactions (a command

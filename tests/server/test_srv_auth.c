@@ -353,6 +353,15 @@ Test(srv_auth, roles_and_their_changes)
     cr_assert_eq(try_json(fd, "shop", "{\"createUser\": \"x\", \"pwd\": \"p\", \"roles\": []}"),
                  13);
     cr_assert_eq(try_json(fd, "admin", "{\"find\": \"system.users\"}"), 13);
+    /* a user may look at itself, not at others */
+    cr_assert_eq(try_json(fd, "shop", "{\"usersInfo\": \"ann\"}"), 0);
+    cr_assert_eq(try_json(fd, "shop", "{\"usersInfo\": {\"user\": \"ann\", \"db\": \"shop\"}}"),
+                 0);
+    cr_assert_eq(try_json(fd, "shop", "{\"usersInfo\": 1}"), 13);
+    run_json(fd, "shop", "{\"updateUser\": \"ann\", \"pwd\": \"secretpw\"}", &r);
+    cr_assert_eq(code_of(&r), 13);
+    cr_assert(strstr(str_of(&r, "errmsg", buf, sizeof buf), "secretpw") == NULL, "%s", buf);
+    bson_destroy(&r);
 
     /* updateUser reaches the open connection at its next command */
     cr_assert_eq(try_json(adm, "shop", "{\"updateUser\": \"ann\", \"roles\": [\"readWrite\"]}"),
