@@ -292,6 +292,7 @@ FUZZ_S         ?= 60
 FUZZ_CC        ?= clang
 FUZZ_NAMES     := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_SRCS_wire := server/srv_wire.c server/srv_compress.c
+FUZZ_SRCS_scram := server/srv_scram.c
 define FUZZ_RULE
 build-fuzz/fuzz_$(1): tests/fuzz/fuzz_$(1).c $$(FUZZ_SRCS_$(1))
 	@mkdir -p build-fuzz

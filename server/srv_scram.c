@@ -217,7 +217,7 @@ int srv_scram_start(srv_scram *s, const char *msg, size_t n, char **user, srv_pe
     s->gs2 = strndup(msg, (size_t)(c + 1 - msg));
     p = c + 1;
     s->client_first_bare = strndup(p, (size_t)(end - p));
-    if (*p == 'm') {
+    if (p < end && *p == 'm') {
         free(authzid);
         return fail(e, MD_CODE_BAD_VALUE, "SCRAM mandatory extensions are not supported");
     }

@@ -169,6 +169,11 @@ Test(srv_scram, client_first_refusals)
     char *user;
     cr_assert_eq(srv_scram_start(&s, "n,,n=u\0x,r=abc", 14, &user, &e), 2);
     srv_scram_cleanup(&s);
+    /* the message ends right after the gs2 header: nothing past it is read
+     * (a payload is not NUL-terminated; found by tests/fuzz/fuzz_scram.c) */
+    cr_assert_eq(srv_scram_start(&s, "n,,m=ext,n=user,r=abc", 3, &user, &e), 2);
+    cr_assert(strstr(e.message, "expected n="), "%s", e.message);
+    srv_scram_cleanup(&s);
     /* escapes, and an authzid equal to the user */
     const char *m = "n,a=a=2Cb=3Dc,n=a=2Cb=3Dc,r=abc";
     cr_assert_eq(srv_scram_start(&s, m, strlen(m), &user, &e), 0, "%s", e.message);
