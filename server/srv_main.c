@@ -400,6 +400,7 @@ static bool serve_one(srv_conn *c)
 static int sniff(srv_conn *c, const char **why)
 {
     uint8_t b[3];
+    int64_t deadline = srv_now_ms() + 10000; /* for the rest of a partial first record */
     for (;;) {
         if (wait_readable(c, why) <= 0)
             return -1;
@@ -410,6 +411,10 @@ static int sniff(srv_conn *c, const char **why)
             return srv_tls_is_hello(b);
         if (r > 0 && b[0] != 0x16)
             return 0;
+        if (srv_now_ms() > deadline) {
+            *why = "a partial first message";
+            return -1;
+        }
         struct timespec ts = {0, 10 * 1000 * 1000};
         nanosleep(&ts, NULL); /* a partial first record: wait for the rest */
     }
