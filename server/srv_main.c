@@ -23,8 +23,9 @@
  *
  *   accept --(count >= maxConns)--> log 22942, close
  *      |
- *   (--tlsMode not disabled, or a TLS hello to refuse) peek at 3 bytes:
- *      a TLS hello --(disabled)--> log 23255, close; else the TLS handshake
+ *   peek at the first 3 bytes (srv_tls.c says why that tells them apart):
+ *      a TLS hello --(--tlsMode disabled)--> log 23255, close
+ *                  --(else)--> the TLS handshake --(fails)--> log 22988, close
  *      plain --(requireTLS)--> log 23256, close
  *      |
  *   wait for 16 header bytes --(idle > idleTimeoutSecs, or shutdown)--> close

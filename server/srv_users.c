@@ -524,7 +524,7 @@ static void change_roles(srv_conn *c, const srv_request *req, const char *cmdnam
                          bson_t *reply)
 {
     bson_iter_t it;
-    bson_t roles, upd = BSON_INITIALIZER, op, f, each;
+    bson_t roles, upd = BSON_INITIALIZER, op, f;
     char id[SRV_DB_NAME_MAX + USER_MAX + 8];
     const char *name = user_name(&req->cmd, cmdname, reply);
     if (!name)
@@ -542,7 +542,6 @@ static void change_roles(srv_conn *c, const srv_request *req, const char *cmdnam
     BSON_APPEND_ARRAY(&f, grant ? "$each" : "$in", &roles);
     bson_append_document_end(&op, &f);
     bson_append_document_end(&upd, &op);
-    (void)each;
     user_id(id, sizeof id, req->db, name);
     int64_t n;
     if (update_user_doc(c, id, &upd, &n, reply) == 0 && n == 0)
