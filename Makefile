@@ -3,7 +3,8 @@
 #   make            build the library, the CLI and the tests (asserts on)
 #   make demo       build and run the scripted demo (tools/demo.sh)
 #   make test       install missing Debian packages, build, run every test
-#                   (the CLI checks, a staged make install and the README's
+#                   (the CLI checks, the server's driver, auth and TLS
+#                   tests, a staged make install and the README's
 #                   example built against it, build/test_faults,
 #                   build/test_minidoc)
 #   make check      alias of test
@@ -78,10 +79,11 @@ TOOL_OBJS := $(BUILD)/tools/json_out.o
 CLI_OBJS  := $(patsubst %.c,$(BUILD)/%.o,$(filter-out tools/minidoc.c tools/json_out.c,$(wildcard tools/*.c)))
 # server/: `minidoc serve`, the wire-protocol server, linked into the CLI
 # (and into the tests, which drive it in-process); zlib is one of its
-# compressors.
+# compressors, OpenSSL (libssl-dev) gives it SCRAM-SHA-256's hashes and TLS.
 SRV_SRCS  := $(wildcard server/*.c)
 SRV_OBJS  := $(SRV_SRCS:%.c=$(BUILD)/%.o)
-SRV_LIBS  := $(shell pkg-config --libs zlib 2>/dev/null || echo -lz)
+SRV_LIBS  := $(shell pkg-config --libs zlib 2>/dev/null || echo -lz) \
+             $(shell pkg-config --libs openssl 2>/dev/null || echo -lssl -lcrypto)
 # tests/server/mongoc_example: libmongoc against the server, built when
 # libmongoc-dev is installed (make deps installs it); the Node.js driver and
 # mongosh go to $(NPM_DIR) (make deps, when npm is there).
@@ -234,6 +236,7 @@ test: deps
 	MINIDOC=$(CLI) tests/tools/test_cli.sh
 	MINIDOC=$(CLI) tests/tools/test_files.sh
 	MINIDOC=$(CLI) BUILD=$(BUILD) NPM_DIR=$(NPM_DIR) tests/server/test_drivers.sh
+	MINIDOC=$(CLI) BUILD=$(BUILD) NPM_DIR=$(NPM_DIR) tests/server/test_auth.sh
 	MINIDOC=$(CLI) tests/tools/test_dump.sh
 	MINIDOC=$(CLI) tests/tools/test_import.sh
 	MINIDOC=$(CLI) tests/tools/test_inspect.sh
@@ -307,6 +310,7 @@ FUZZ_S         ?= 60
 FUZZ_CC        ?= clang
 FUZZ_NAMES     := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_SRCS_wire := server/srv_wire.c server/srv_compress.c
+FUZZ_SRCS_scram := server/srv_scram.c
 define FUZZ_RULE
 build-fuzz/fuzz_$(1): tests/fuzz/fuzz_$(1).c $$(FUZZ_SRCS_$(1))
 	@mkdir -p build-fuzz

@@ -34,12 +34,14 @@
 
 /* ---- names ----------------------------------------------------------------- */
 
-/* MongoDB 3.6 NamespaceString rules, with "system." reserved for users. */
+/* MongoDB 3.6 NamespaceString rules, with "system." reserved, but for
+ * admin.system.users, where `minidoc serve --auth` keeps its users. */
 int q_ns_make(md_db *db, const char *name, char *ns, md_error *err)
 {
     size_t n = strlen(name);
+    bool users = strcmp(db->name, "admin") == 0 && strcmp(name, "system.users") == 0;
     bool bad = n == 0 || name[0] == '.' || strchr(name, '$') != NULL ||
-               strncmp(name, "system.", 7) == 0;
+               (strncmp(name, "system.", 7) == 0 && !users);
     if (bad)
         return q_err(err, MD_EINVAL, MD_CODE_INVALID_NAMESPACE,
                      "Invalid namespace specified '%s.%s'", db->name, name);

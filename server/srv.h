@@ -17,6 +17,15 @@
  *                   first use, reference counted, removed by dropDatabase
  *   srv_log.c       structured JSON log lines (MongoDB 4.4's t/s/c/id/ctx/
  *                   msg/attr) and the ring getLog reads
+ *   srv_scram.c     SCRAM-SHA-256's computations and the server's side of
+ *                   one conversation (OpenSSL's PBKDF2, HMAC, SHA-256)
+ *   srv_auth.c      --auth: saslStart / saslContinue (and hello's
+ *                   speculativeAuthenticate), the users a connection is
+ *                   authenticated as, and which commands their roles allow
+ *   srv_users.c     createUser, updateUser, dropUser, usersInfo, ...: the
+ *                   users in admin's system.users, salted and hashed
+ *   srv_tls.c       TLS with OpenSSL: --tlsMode, the certificate, a
+ *                   connection's handshake, reads and writes
  *
  *       client --bytes--> srv_conn (thread) --srv_msg_parse--> srv_request
  *              <--bytes-- srv_msg_reply <--bson reply-- srv_cmd_run
@@ -171,6 +180,14 @@ int srv_db_drop(srv_dbs *d, const char *name, bson_t *reply, md_error *err);
 int srv_dbs_list(srv_dbs *d, bool name_only, bson_t *databases, int64_t *total, md_error *err);
 
 /* ---- srv_main.c: the server ------------------------------------------------------------- */
+/* --tlsMode */
+typedef enum {
+    SRV_TLS_DISABLED = 0, /* plain connections only; a TLS hello is refused */
+    SRV_TLS_ALLOW,        /* allowTLS and preferTLS: both, told apart by the first bytes */
+    SRV_TLS_PREFER,
+    SRV_TLS_REQUIRE,      /* TLS only; a plain connection is closed */
+} srv_tls_mode;
+
 typedef struct srv_config {
     const char *dbpath;
     const char *bind;        /* "127.0.0.1" */
@@ -180,6 +197,11 @@ typedef struct srv_config {
     int max_conns;           /* maxIncomingConnections (1000000 as MongoDB: 65536 here) */
     int idle_secs;           /* close connections idle this long (0: never) */
     const bson_t *open_opts; /* extra md_db_open options (may be NULL) */
+    bool auth;               /* --auth: every command but the handshake needs a user */
+    srv_tls_mode tls_mode;
+    const char *tls_cert;    /* --tlsCertificateKeyFile: PEM with the certificate and key */
+    const char *tls_ca;      /* --tlsCAFile: verify client certificates against it */
+    bool tls_no_client_cert; /* --tlsAllowConnectionsWithoutCertificates */
 } srv_config;
 
 typedef struct srv srv;
@@ -191,10 +213,16 @@ void srv_stop(srv *s);      /* async-signal-safe */
 void srv_destroy(srv *s);   /* closes and flushes every database */
 int srv_main(int argc, char **argv); /* `minidoc serve ...` */
 
+typedef struct srv_tls srv_tls;           /* srv_tls.c: one connection's TLS */
+typedef struct srv_tls_ctx srv_tls_ctx;   /* srv_tls.c: the server's certificate */
+typedef struct srv_sess srv_sess;         /* srv_auth.c: a connection's users */
+
 /* What a connection's thread knows; srv_cmd.c reads and sets it. */
 typedef struct srv_conn {
     srv *server;
     int fd;
+    srv_tls *tls;             /* NULL: a plain connection */
+    srv_sess *sess;           /* NULL until the first authentication */
     int64_t id;
     char remote[64];          /* "127.0.0.1:53214" */
     char ctx[32];             /* "conn12" */
@@ -213,5 +241,122 @@ srv_dbs *srv_databases(srv *s);
 const srv_config *srv_cfg(const srv *s);
 int srv_conn_count(const srv *s, int64_t *total_created);
 int64_t srv_now_ms(void);
+/* The TLS context (NULL when --tlsMode disabled). */
+srv_tls_ctx *srv_tls_context(const srv *s);
+/* Bumped by every change to system.users; a session whose users were
+ * loaded at an older value loads their roles again. */
+int64_t srv_users_version(const srv *s);
+void srv_users_changed(srv *s);
+/* A reply to a command with an error: ok 0, errmsg, code, codeName. */
+void srv_reply_error(bson_t *reply, int code, const char *msg);
+void srv_reply_md_error(bson_t *reply, const md_error *err);
+
+/* ---- srv_scram.c: SCRAM-SHA-256 ------------------------------------------------------ */
+#define SRV_SCRAM_HASH 32         /* SHA-256 */
+#define SRV_SCRAM_SALT 28         /* bytes of salt MongoDB makes for SCRAM-SHA-256 */
+#define SRV_SCRAM_ITERATIONS 15000 /* scramSHA256IterationCount's default */
+#define SRV_SCRAM_MIN_ITERATIONS 4096
+
+/* One user's SCRAM-SHA-256 credential, as system.users keeps it (there in
+ * base64). */
+typedef struct srv_scram_cred {
+    int iterations;
+    uint8_t salt[64];
+    size_t salt_len;
+    uint8_t stored_key[SRV_SCRAM_HASH];
+    uint8_t server_key[SRV_SCRAM_HASH];
+} srv_scram_cred;
+
+/* The server's side of one conversation: srv_scram_start, then
+ * srv_scram_server_first, then srv_scram_server_final; srv_scram_cleanup
+ * frees it after any of them, whatever they returned. */
+typedef struct srv_scram {
+    int step;                /* 1: client-first read, 2: server-first sent, 3: done, 4: failed */
+    char *gs2;               /* "n,," as the client sent it */
+    char *client_first_bare;
+    char *server_first;
+    char *nonce;             /* the client's, then client's + server's */
+    srv_scram_cred cred;
+} srv_scram;
+
+/* base64 (RFC 4648, padded): encode writes 4*ceil(n/3) chars and a NUL;
+ * decode is strict and returns the byte count or -1. */
+size_t srv_b64_encode(const uint8_t *in, size_t n, char *out);
+long srv_b64_decode(const char *in, size_t n, uint8_t *out, size_t cap);
+/* Hi(password, salt, i); 0 or -1. */
+int srv_scram_salted_password(const char *pwd, const uint8_t *salt, size_t salt_len, int iters,
+                              uint8_t out[SRV_SCRAM_HASH]);
+/* ClientKey (when not NULL), StoredKey, ServerKey from SaltedPassword. */
+void srv_scram_keys(const uint8_t salted[SRV_SCRAM_HASH], uint8_t client_key[SRV_SCRAM_HASH],
+                    uint8_t stored_key[SRV_SCRAM_HASH], uint8_t server_key[SRV_SCRAM_HASH]);
+/* A credential for `pwd` with `salt` (NULL: salt_len random bytes). */
+int srv_scram_cred_make(const char *pwd, const uint8_t *salt, size_t salt_len, int iters,
+                        srv_scram_cred *out);
+/* Non-empty printable ASCII, or BadValue (see srv_scram.c on SASLprep). */
+int srv_scram_password_check(const char *pwd, srv_perr *e);
+/* The client's side, for tests: ClientProof and the ServerSignature to expect. */
+void srv_scram_client_proof(const uint8_t salted[SRV_SCRAM_HASH], const char *auth_msg,
+                            uint8_t proof[SRV_SCRAM_HASH], uint8_t server_sig[SRV_SCRAM_HASH]);
+/* Read client-first; *user gets the user name (malloc'd, caller frees).
+ * Errors are BadValue (2) with the reason in e. */
+int srv_scram_start(srv_scram *s, const char *msg, size_t n, char **user, srv_perr *e);
+/* server-first for the user's credential; `server_nonce` NULL: 24 random
+ * bytes in base64.  *out is malloc'd. */
+int srv_scram_server_first(srv_scram *s, const srv_scram_cred *cred, const char *server_nonce,
+                           char **out, srv_perr *e);
+/* Check client-final's proof: 0 with *out = "v=<ServerSignature>"
+ * (malloc'd), AuthenticationFailed (18) for a wrong proof, BadValue for a
+ * malformed message. */
+int srv_scram_server_final(srv_scram *s, const char *msg, size_t n, char **out, srv_perr *e);
+void srv_scram_cleanup(srv_scram *s);
+
+/* ---- srv_auth.c, srv_users.c: authentication and users ----------------------------- */
+/* Commands answered by srv_auth.c / srv_users.c: true when `name` is one
+ * (then `reply` holds the answer). */
+bool srv_auth_command(srv_conn *c, srv_request *req, const char *name, bson_t *reply);
+bool srv_users_command(srv_conn *c, srv_request *req, const char *name, bson_t *reply);
+/* With --auth: may this connection run `name` (the command in req) on
+ * req->db?  false with Unauthorized (13) in reply when not. */
+bool srv_auth_check(srv_conn *c, const srv_request *req, const char *name, bson_t *reply);
+/* hello's saslSupportedMechs and speculativeAuthenticate, added to reply. */
+void srv_auth_hello(srv_conn *c, const bson_t *cmd, bson_t *reply);
+/* connectionStatus' authInfo. */
+void srv_auth_info(srv_conn *c, bson_t *reply);
+void srv_auth_conn_cleanup(srv_conn *c);
+/* A user's credential and roles from admin.system.users: 0, MD_NOTFOUND,
+ * or another error in err.  `roles` (may be NULL) gets a copy of the roles
+ * array (caller destroys). */
+int srv_users_find(srv *s, const char *db, const char *user, srv_scram_cred *cred,
+                   bson_t *roles, md_error *err);
+/* Are there any users at all (for the localhost exception)? */
+bool srv_users_exist(srv *s);
+/* Is `role` a built-in role that exists on `db`?  Its privileges: */
+enum {
+    SRV_ACT_READ = 1,      /* find, aggregate, listCollections, ... */
+    SRV_ACT_WRITE = 2,     /* insert, update, create, createIndexes, drop, ... */
+    SRV_ACT_DBADMIN = 4,   /* collMod, compact, validate, dropDatabase, stats */
+    SRV_ACT_USERADMIN = 8, /* createUser, usersInfo, ... */
+    SRV_ACT_CLUSTER = 16,  /* serverStatus, getLog, hostInfo, listDatabases, ... */
+};
+bool srv_role_lookup(const char *role, const char *db, uint32_t *actions, bool *any_db);
+
+/* ---- srv_tls.c: TLS ----------------------------------------------------------------- */
+/* Load the certificate (and CA): NULL with err set when it cannot. */
+srv_tls_ctx *srv_tls_ctx_new(const srv_config *cfg, md_error *err);
+void srv_tls_ctx_destroy(srv_tls_ctx *t);
+/* "OpenSSL 3.0.x ..." for buildInfo. */
+const char *srv_tls_version(void);
+/* Do a connection's first 3 bytes look like a TLS ClientHello's record
+ * header (0x16, 0x03, 0x00-0x04)? */
+bool srv_tls_is_hello(const uint8_t b[3]);
+/* The server side of the handshake on c->fd: 0, or -1 with why. */
+int srv_tls_accept(srv_conn *c, srv_tls_ctx *t, char *why, size_t why_len);
+/* recv/send through TLS: > 0 bytes, 0 the peer closed, -1 error,
+ * SRV_TLS_AGAIN: wait for the socket (readable) and call again. */
+#define SRV_TLS_AGAIN (-2)
+long srv_tls_recv(srv_tls *t, void *b, size_t n);
+bool srv_tls_send_all(srv_conn *c, const uint8_t *b, size_t n);
+bool srv_tls_pending(const srv_tls *t);
+void srv_tls_free(srv_tls *t);
 
 #endif

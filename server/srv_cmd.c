@@ -4,16 +4,17 @@
  *
  * Answered here (they concern the server, not one database): hello /
  * isMaster (the handshake, with compression negotiated), buildInfo, ping,
- * getParameter, getLog, hostInfo, whatsmyuri, connectionStatus,
- * getCmdLineOpts, endSessions / killAllSessions / refreshSessions (minidoc
+ * getParameter, getLog, hostInfo, whatsmyuri, getCmdLineOpts, endSessions / killAllSessions / refreshSessions (minidoc
  * has no sessions: lsid is accepted and ignored, so there is nothing to
  * end), listDatabases and dropDatabase (srv_db.c), and the refusals: the
  * replSet* commands (NoReplicationEnabled, 76), transactions (a command
  * with txnNumber / startTransaction / autocommit, commitTransaction,
  * abortTransaction: IllegalOperation, 20, "Transaction numbers are only
- * allowed on a replica set member or mongos", as a standalone mongod says),
- * and saslStart / authenticate (AuthenticationFailed, 18: no users, no
- * --auth yet).  serverStatus goes to the database and gains the server's
+ * allowed on a replica set member or mongos", as a standalone mongod says).
+ * Authentication (saslStart, saslContinue, logout, connectionStatus) is
+ * srv_auth.c's, the user commands srv_users.c's; with --auth,
+ * srv_auth_check decides first whether the connection may run the command.
+ * serverStatus goes to the database and gains the server's
  * connections, host, pid and uptime.  Sharding commands (shardCollection,
  * enableSharding, addShard) are unknown to a mongod and to minidoc alike:
  * CommandNotFound, 59.
@@ -31,6 +32,7 @@
  * server instead of using the streaming (exhaust) protocol; exhaustAllowed
  * is accepted and answered with one normal reply.
  */
+#include <openssl/opensslv.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +48,10 @@ const char *srv_code_name(int code)
         int code;
         const char *name;
     } names[] = {
-        {13, "Unauthorized"},      {18, "AuthenticationFailed"},
+        {11, "UserNotFound"},      {13, "Unauthorized"},
+        {17, "ProtocolError"},     {18, "AuthenticationFailed"},
+        {31, "RoleNotFound"},      {334, "MechanismUnavailable"},
+        {51003, "Location51003"},  {40415, "Location40415"},
         {20, "IllegalOperation"},  {72, "InvalidOptions"},
         {76, "NoReplicationEnabled"}, {96, "OperationFailed"},
         {186, "ClientMetadataCannotBeMutated"}, {215, "DatabaseDropPending"},
@@ -65,7 +70,7 @@ const char *srv_code_name(int code)
     return n;
 }
 
-static void reply_error(bson_t *reply, int code, const char *msg)
+void srv_reply_error(bson_t *reply, int code, const char *msg)
 {
     BSON_APPEND_DOUBLE(reply, "ok", 0);
     BSON_APPEND_UTF8(reply, "errmsg", msg);
@@ -73,7 +78,7 @@ static void reply_error(bson_t *reply, int code, const char *msg)
     BSON_APPEND_UTF8(reply, "codeName", srv_code_name(code));
 }
 
-static void reply_md_error(bson_t *reply, const md_error *err)
+void srv_reply_md_error(bson_t *reply, const md_error *err)
 {
     BSON_APPEND_DOUBLE(reply, "ok", 0);
     BSON_APPEND_UTF8(reply, "errmsg", err->message);
@@ -81,6 +86,9 @@ static void reply_md_error(bson_t *reply, const md_error *err)
     bool known = err->code_name[0] && strcmp(err->code_name, "UnknownError") != 0;
     BSON_APPEND_UTF8(reply, "codeName", known ? err->code_name : srv_code_name(err->code));
 }
+
+#define reply_error srv_reply_error
+#define reply_md_error srv_reply_md_error
 
 static void ok(bson_t *reply)
 {
@@ -155,13 +163,14 @@ static void cmd_hello(srv_conn *c, const bson_t *cmd, bool legacy, bson_t *reply
     BSON_APPEND_BOOL(reply, "readOnly", false);
     if (!c->handshake_done)
         negotiate(c, cmd, reply);
+    srv_auth_hello(c, cmd, reply);
     c->handshake_done = true;
     ok(reply);
 }
 
 /* ---- the small server commands ------------------------------------------------------- */
 
-static void cmd_build_info(bson_t *reply)
+static void cmd_build_info(srv_conn *c, bson_t *reply)
 {
     bson_t arr, ssl;
     BSON_APPEND_UTF8(reply, "version", "3.6.0-minidoc-" MD_VERSION_STRING);
@@ -178,7 +187,9 @@ static void cmd_build_info(bson_t *reply)
     BSON_APPEND_INT32(&arr, "3", 0);
     bson_append_array_end(reply, &arr);
     BSON_APPEND_DOCUMENT_BEGIN(reply, "openssl", &ssl);
-    BSON_APPEND_UTF8(&ssl, "running", "disabled");
+    BSON_APPEND_UTF8(&ssl, "running", srv_tls_context(c->server) ? srv_tls_version()
+                                                                  : "disabled");
+    BSON_APPEND_UTF8(&ssl, "compiled", OPENSSL_VERSION_TEXT);
     bson_append_document_end(reply, &ssl);
     BSON_APPEND_INT32(reply, "bits", (int32_t)(8 * sizeof(void *)));
     BSON_APPEND_BOOL(reply, "debug", false);
@@ -198,6 +209,7 @@ static void cmd_get_parameter(srv_conn *c, const bson_t *cmd, bson_t *reply)
 #define WANT(name) (all || bson_iter_init_find(&it, cmd, name))
     if (WANT("authenticationMechanisms")) {
         BSON_APPEND_ARRAY_BEGIN(reply, "authenticationMechanisms", &mech);
+        BSON_APPEND_UTF8(&mech, "0", "SCRAM-SHA-256");
         bson_append_array_end(reply, &mech);
         found++;
     }
@@ -290,18 +302,6 @@ static void cmd_host_info(bson_t *reply)
     ok(reply);
 }
 
-static void cmd_connection_status(bson_t *reply)
-{
-    bson_t info, arr;
-    BSON_APPEND_DOCUMENT_BEGIN(reply, "authInfo", &info);
-    BSON_APPEND_ARRAY_BEGIN(&info, "authenticatedUsers", &arr);
-    bson_append_array_end(&info, &arr);
-    BSON_APPEND_ARRAY_BEGIN(&info, "authenticatedUserRoles", &arr);
-    bson_append_array_end(&info, &arr);
-    bson_append_document_end(reply, &info);
-    ok(reply);
-}
-
 static void cmd_cmd_line_opts(srv_conn *c, bson_t *reply)
 {
     const srv_config *cfg = srv_cfg(c->server);
@@ -315,7 +315,23 @@ static void cmd_cmd_line_opts(srv_conn *c, bson_t *reply)
     BSON_APPEND_UTF8(&net, "bindIp", cfg->bind);
     BSON_APPEND_INT32(&net, "port", srv_port(c->server));
     BSON_APPEND_INT32(&net, "maxIncomingConnections", cfg->max_conns);
+    if (cfg->tls_mode != SRV_TLS_DISABLED) {
+        static const char *const modes[] = {"disabled", "allowTLS", "preferTLS", "requireTLS"};
+        bson_t tls;
+        BSON_APPEND_DOCUMENT_BEGIN(&net, "tls", &tls);
+        BSON_APPEND_UTF8(&tls, "mode", modes[cfg->tls_mode]);
+        BSON_APPEND_UTF8(&tls, "certificateKeyFile", cfg->tls_cert);
+        if (cfg->tls_ca)
+            BSON_APPEND_UTF8(&tls, "CAFile", cfg->tls_ca);
+        bson_append_document_end(&net, &tls);
+    }
     bson_append_document_end(&parsed, &net);
+    if (cfg->auth) {
+        bson_t sec;
+        BSON_APPEND_DOCUMENT_BEGIN(&parsed, "security", &sec);
+        BSON_APPEND_UTF8(&sec, "authorization", "enabled");
+        bson_append_document_end(&parsed, &sec);
+    }
     BSON_APPEND_DOCUMENT_BEGIN(&parsed, "storage", &storage);
     BSON_APPEND_UTF8(&storage, "dbPath", cfg->dbpath);
     if (cfg->engine)
@@ -379,6 +395,7 @@ static void run_on_db(srv_conn *c, srv_request *req, const char *name, bson_t *r
     srv_db *db;
     md_error err;
     bson_t r;
+    bson_iter_t it;
     int rc = srv_db_get(srv_databases(c->server), req->db, true, &db, &err);
     if (rc) {
         reply_md_error(reply, &err);
@@ -386,6 +403,10 @@ static void run_on_db(srv_conn *c, srv_request *req, const char *name, bson_t *r
     }
     md_db_command(srv_db_handle(db), &req->cmd, &r, NULL);
     srv_db_put(db);
+    /* admin.system.users written as a collection: sessions re-read roles */
+    if (!strcmp(req->db, "admin") && bson_iter_init(&it, &req->cmd) && bson_iter_next(&it) &&
+        BSON_ITER_HOLDS_UTF8(&it) && !strcmp(bson_iter_utf8(&it, NULL), "system.users"))
+        srv_users_changed(c->server);
     if (strcmp(name, "serverStatus") != 0) {
         bson_concat(reply, &r);
         bson_destroy(&r);
@@ -393,6 +414,7 @@ static void run_on_db(srv_conn *c, srv_request *req, const char *name, bson_t *r
     }
     bson_t conns;
     int64_t created = 0;
+    bson_iter_t it2;
     int cur = srv_conn_count(c->server, &created);
     char host[256] = "localhost";
     gethostname(host, sizeof host - 1);
@@ -411,9 +433,8 @@ static void run_on_db(srv_conn *c, srv_request *req, const char *name, bson_t *r
     srv_compression_stats(&comp);
     bson_append_document_end(&net, &comp);
     bson_append_document_end(reply, &net);
-    bson_iter_t it;
-    if (bson_iter_init_find(&it, &r, "ok"))
-        bson_append_iter(reply, "ok", -1, &it);
+    if (bson_iter_init_find(&it2, &r, "ok"))
+        bson_append_iter(reply, "ok", -1, &it2);
     bson_destroy(&r);
 }
 
@@ -432,13 +453,17 @@ void srv_cmd_run(srv_conn *c, srv_request *req, bson_t *reply)
     } else if (!strcmp(name, "hello") || !strcmp(name, "isMaster") ||
                !strcmp(name, "ismaster")) {
         cmd_hello(c, &req->cmd, strcmp(name, "hello") != 0, reply);
+    } else if (!srv_auth_check(c, req, name, reply)) {
+        /* Unauthorized: the reply says why */
+    } else if (srv_auth_command(c, req, name, reply) || srv_users_command(c, req, name, reply)) {
+        /* answered */
     } else if (is_txn(&req->cmd, name)) {
         reply_error(reply, 20, "Transaction numbers are only allowed on a replica set member "
                     "or mongos");
     } else if (!strcmp(name, "ping")) {
         ok(reply);
     } else if (!strcmp(name, "buildInfo") || !strcmp(name, "buildinfo")) {
-        cmd_build_info(reply);
+        cmd_build_info(c, reply);
     } else if (!strcmp(name, "getParameter")) {
         cmd_get_parameter(c, &req->cmd, reply);
     } else if (!strcmp(name, "getLog")) {
@@ -448,26 +473,23 @@ void srv_cmd_run(srv_conn *c, srv_request *req, bson_t *reply)
     } else if (!strcmp(name, "whatsmyuri")) {
         BSON_APPEND_UTF8(reply, "you", c->remote);
         ok(reply);
-    } else if (!strcmp(name, "connectionStatus")) {
-        cmd_connection_status(reply);
     } else if (!strcmp(name, "getCmdLineOpts")) {
         cmd_cmd_line_opts(c, reply);
     } else if (!strcmp(name, "endSessions") || !strcmp(name, "killAllSessions") ||
-               !strcmp(name, "refreshSessions") || !strcmp(name, "logout")) {
+               !strcmp(name, "refreshSessions")) {
         ok(reply);
     } else if (!strcmp(name, "listDatabases")) {
         cmd_list_databases(c, req, reply);
     } else if (!strcmp(name, "dropDatabase")) {
         int rc = srv_db_drop(srv_databases(c->server), req->db, reply, &err);
+        if (!strcmp(req->db, "admin"))
+            srv_users_changed(c->server); /* the users went with it */
         if (rc)
             reply_md_error((bson_reinit(reply), reply), &err);
         else
             ok(reply);
     } else if (!strncmp(name, "replSet", 7)) {
         reply_error(reply, 76, "not running with --replSet");
-    } else if (!strcmp(name, "saslStart") || !strcmp(name, "saslContinue") ||
-               !strcmp(name, "authenticate")) {
-        reply_error(reply, 18, "Authentication failed.");
     } else {
         run_on_db(c, req, name, reply);
     }

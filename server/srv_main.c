@@ -6,6 +6,9 @@
  *                 [--maxConns N] [--idleTimeoutSecs S]
  *                 [--networkMessageCompressors snappy,zstd,zlib|disabled]
  *                 [--opts '<md_db_open options as JSON>'] [--logpath FILE] [--quiet]
+ *                 [--auth] [--tlsMode disabled|allowTLS|preferTLS|requireTLS
+ *                  --tlsCertificateKeyFile PEM [--tlsCAFile PEM
+ *                  [--tlsAllowConnectionsWithoutCertificates]]]
  *
  * One thread per connection, as mongod's default ("synchronous") service
  * executor: a command runs to its end in the connection's thread, blocking
@@ -19,6 +22,11 @@
  * A connection's life:
  *
  *   accept --(count >= maxConns)--> log 22942, close
+ *      |
+ *   peek at the first 3 bytes (srv_tls.c says why that tells them apart):
+ *      a TLS hello --(--tlsMode disabled)--> log 23255, close
+ *                  --(else)--> the TLS handshake --(fails)--> log 22988, close
+ *      plain --(requireTLS)--> log 23256, close
  *      |
  *   wait for 16 header bytes --(idle > idleTimeoutSecs, or shutdown)--> close
  *      |
@@ -60,7 +68,9 @@ typedef struct conn_node {
 
 struct srv {
     srv_config cfg;
-    char *dbpath, *bind, *engine, *compressors;
+    char *dbpath, *bind, *engine, *compressors, *tls_cert, *tls_ca;
+    srv_tls_ctx *tls;
+    int64_t users_version;
     bson_t open_opts;
     srv_dbs *dbs;
     int listen_fd;
@@ -97,6 +107,21 @@ int srv_port(const srv *s)
     return s->port;
 }
 
+srv_tls_ctx *srv_tls_context(const srv *s)
+{
+    return s->tls;
+}
+
+int64_t srv_users_version(const srv *s)
+{
+    return __atomic_load_n(&s->users_version, __ATOMIC_ACQUIRE);
+}
+
+void srv_users_changed(srv *s)
+{
+    __atomic_add_fetch(&s->users_version, 1, __ATOMIC_ACQ_REL);
+}
+
 int srv_conn_count(const srv *s, int64_t *total_created)
 {
     srv *m = (srv *)s;
@@ -124,6 +149,10 @@ int srv_new(const srv_config *cfg, srv **out, md_error *err)
     s->cfg.bind = s->bind;
     s->cfg.engine = s->engine;
     s->cfg.compressors = s->compressors;
+    s->tls_cert = cfg->tls_cert ? strdup(cfg->tls_cert) : NULL;
+    s->tls_ca = cfg->tls_ca ? strdup(cfg->tls_ca) : NULL;
+    s->cfg.tls_cert = s->tls_cert;
+    s->cfg.tls_ca = s->tls_ca;
     if (s->cfg.max_conns <= 0)
         s->cfg.max_conns = 65536;
     if (cfg->open_opts)
@@ -144,6 +173,8 @@ int srv_new(const srv_config *cfg, srv **out, md_error *err)
                             "Data directory %s not found, and it cannot be created",
                             s->dbpath);
     srv_dbs_new(s->dbpath, s->engine, &s->open_opts, &s->dbs);
+    if (s->cfg.tls_mode != SRV_TLS_DISABLED && !(s->tls = srv_tls_ctx_new(&s->cfg, err)))
+        return MD_EINVAL;
     if (pipe(s->stop_pipe) != 0)
         return md_error_set(err, MD_EIO, MD_CODE_INTERNAL_ERROR, "pipe: %s", strerror(errno));
     fcntl(s->stop_pipe[1], F_SETFL, O_NONBLOCK);
@@ -189,6 +220,7 @@ void srv_destroy(srv *s)
         if (s->stop_pipe[i] >= 0)
             close(s->stop_pipe[i]);
     srv_dbs_destroy(s->dbs);
+    srv_tls_ctx_destroy(s->tls);
     bson_destroy(&s->open_opts);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
@@ -196,6 +228,8 @@ void srv_destroy(srv *s)
     free(s->bind);
     free(s->engine);
     free(s->compressors);
+    free(s->tls_cert);
+    free(s->tls_ca);
     free(s);
 }
 
@@ -241,13 +275,23 @@ static int read_full(srv_conn *c, uint8_t *b, size_t n, bool first, const char *
 {
     size_t got = 0;
     while (got < n) {
-        int w = wait_readable(c, why);
+        int w = c->tls && srv_tls_pending(c->tls) ? 1 : wait_readable(c, why);
         if (w <= 0) {
             if (w < 0)
                 *why = strerror(errno);
             return -1;
         }
-        ssize_t r = recv(c->fd, b + got, n - got, 0);
+        ssize_t r;
+        if (c->tls) {
+            r = srv_tls_recv(c->tls, b + got, n - got);
+            if (r == SRV_TLS_AGAIN)
+                continue;
+            if (r < 0) {
+                *why = "TLS read error";
+                return -1;
+            }
+        } else
+            r = recv(c->fd, b + got, n - got, 0);
         if (r == 0) {
             *why = "connection closed by the peer in the middle of a message";
             return first && got == 0 ? 1 : -1;
@@ -263,8 +307,11 @@ static int read_full(srv_conn *c, uint8_t *b, size_t n, bool first, const char *
     return 0;
 }
 
-static bool send_all(int fd, const uint8_t *b, size_t n)
+static bool send_all(srv_conn *c, const uint8_t *b, size_t n)
 {
+    int fd = c->fd;
+    if (c->tls)
+        return srv_tls_send_all(c, b, n);
     while (n) {
         ssize_t w = send(fd, b, n, MSG_NOSIGNAL);
         if (w < 0 && errno == EINTR)
@@ -343,11 +390,67 @@ static bool serve_one(srv_conn *c)
         size_t n;
         int32_t id = __atomic_add_fetch(&s->next_request_id, 1, __ATOMIC_RELAXED);
         uint8_t *out = srv_msg_reply(&req, id, &reply, failure, &n);
-        keep = out && send_all(c->fd, out, n);
+        keep = out && send_all(c, out, n);
         free(out);
     }
     bson_destroy(&reply);
     return keep;
+}
+
+/* Peek at the first 3 bytes: 1 a TLS hello, 0 not, -1 closed or waited out. */
+static int sniff(srv_conn *c, const char **why)
+{
+    uint8_t b[3];
+    int64_t deadline = srv_now_ms() + 10000; /* for the rest of a partial first record */
+    for (;;) {
+        if (wait_readable(c, why) <= 0)
+            return -1;
+        ssize_t r = recv(c->fd, b, sizeof b, MSG_PEEK);
+        if (r <= 0 && !(r < 0 && errno == EINTR))
+            return -1;
+        if (r == (ssize_t)sizeof b)
+            return srv_tls_is_hello(b);
+        if (r > 0 && b[0] != 0x16)
+            return 0;
+        if (srv_now_ms() > deadline) {
+            *why = "a partial first message";
+            return -1;
+        }
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL); /* a partial first record: wait for the rest */
+    }
+}
+
+/* TLS or not, as --tlsMode says: false when the connection is to be closed. */
+static bool start_conn(srv_conn *c)
+{
+    srv *s = c->server;
+    const char *gone = NULL;
+    int hello = sniff(c, &gone);
+    if (hello < 0) {
+        if (gone && !strcmp(gone, "idle timeout"))
+            log_conn(SRV_LOG_I, 9990001, c, "Connection idle timeout, closing", gone);
+        return false;
+    }
+    if (hello && !s->tls) {
+        log_conn(SRV_LOG_I, 23255, c, "SSL handshake received but server is started without "
+                 "SSL support", NULL);
+        return false;
+    }
+    if (!hello && s->cfg.tls_mode == SRV_TLS_REQUIRE) {
+        log_conn(SRV_LOG_I, 23256, c, "Client connecting without TLS when TLS is required "
+                 "(--tlsMode requireTLS)", NULL);
+        return false;
+    }
+    if (!hello)
+        return true;
+    char why[300];
+    if (srv_tls_accept(c, s->tls, why, sizeof why) != 0) {
+        log_conn(SRV_LOG_I, 22988, c, "Error receiving request from client. Ending "
+                 "connection from remote", why);
+        return false;
+    }
+    return true;
 }
 
 static void *conn_main(void *arg)
@@ -355,8 +458,12 @@ static void *conn_main(void *arg)
     conn_node *node = arg;
     srv_conn *c = &node->c;
     srv *s = c->server;
-    while (!__atomic_load_n(&s->stopping, __ATOMIC_RELAXED) && serve_one(c))
-        ;
+    if (start_conn(c))
+        while (!__atomic_load_n(&s->stopping, __ATOMIC_RELAXED) && serve_one(c))
+            ;
+    srv_tls_free(c->tls);
+    c->tls = NULL;
+    srv_auth_conn_cleanup(c);
     close(c->fd);
     pthread_mutex_lock(&s->mu);
     if (node->prev)
@@ -459,7 +566,7 @@ int srv_run(srv *s)
     srv_log(SRV_LOG_I, "NETWORK", 23015, "listener", "Listening on", &a);
     bson_reinit(&a);
     BSON_APPEND_INT32(&a, "port", s->port);
-    BSON_APPEND_UTF8(&a, "ssl", "off");
+    BSON_APPEND_UTF8(&a, "ssl", s->tls ? "on" : "off");
     srv_log(SRV_LOG_I, "NETWORK", 23016, "listener", "Waiting for connections", &a);
     bson_destroy(&a);
     while (!__atomic_load_n(&s->stopping, __ATOMIC_RELAXED)) {
@@ -497,7 +604,10 @@ static void usage(FILE *f)
             "usage: minidoc serve --dbpath DIR [--port 27017] [--bind 127.0.0.1]\n"
             "                     [--engine btree|mmapv1|ephemeralForTest] [--maxConns N]\n"
             "                     [--idleTimeoutSecs S] [--networkMessageCompressors LIST]\n"
-            "                     [--opts '<json>'] [--logpath FILE] [--quiet]\n"
+            "                     [--opts '<json>'] [--logpath FILE] [--quiet] [--auth]\n"
+            "                     [--tlsMode disabled|allowTLS|preferTLS|requireTLS]\n"
+            "                     [--tlsCertificateKeyFile PEM] [--tlsCAFile PEM]\n"
+            "                     [--tlsAllowConnectionsWithoutCertificates]\n"
             "\n"
             "  Serves MongoDB's wire protocol: one database per directory DIR/<name>/,\n"
             "  created on first use.  Logs are JSON lines (stdout, or --logpath).\n"
@@ -506,6 +616,13 @@ static void usage(FILE *f)
             "  --idleTimeoutSecs  close a connection idle this long (default 0: never)\n"
             "  --networkMessageCompressors  snappy,zstd,zlib (default) or disabled\n"
             "  --opts JSON     extra md_db_open() options for every database\n"
+            "  --auth          require SCRAM-SHA-256 authentication (users: createUser;\n"
+            "                  the first one from 127.0.0.1 while there is none)\n"
+            "  --tlsMode       disabled (default), allowTLS or preferTLS (TLS and plain\n"
+            "                  connections), requireTLS; --sslMode ...SSL also works\n"
+            "  --tlsCertificateKeyFile  the server's certificate and private key (PEM)\n"
+            "  --tlsCAFile     verify client certificates against this CA (and require\n"
+            "                  one, unless --tlsAllowConnectionsWithoutCertificates)\n"
             "  SIGINT or SIGTERM: clean shutdown (every database flushed and closed).\n");
 }
 
@@ -529,6 +646,23 @@ static bool int_arg(const char *v, int lo, int hi, int *out)
         return false;
     *out = (int)x;
     return true;
+}
+
+static bool tls_mode_arg(const char *v, srv_tls_mode *out)
+{
+    static const struct {
+        const char *name;
+        srv_tls_mode mode;
+    } modes[] = {{"disabled", SRV_TLS_DISABLED}, {"allowTLS", SRV_TLS_ALLOW},
+                 {"preferTLS", SRV_TLS_PREFER},  {"requireTLS", SRV_TLS_REQUIRE},
+                 {"allowSSL", SRV_TLS_ALLOW},    {"preferSSL", SRV_TLS_PREFER},
+                 {"requireSSL", SRV_TLS_REQUIRE}};
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
+        if (!strcmp(v, modes[i].name)) {
+            *out = modes[i].mode;
+            return true;
+        }
+    return false;
 }
 
 static int bad_value(const char *flag, const char *v)
@@ -567,7 +701,24 @@ int srv_main(int argc, char **argv)
         } else if ((v = arg_value(argc, argv, &i, "--idleTimeoutSecs"))) {
             if (!int_arg(v, 0, 1 << 30, &cfg.idle_secs))
                 return bad_value("--idleTimeoutSecs", v);
-        } else if (!strcmp(argv[i], "--quiet"))
+        } else if ((v = arg_value(argc, argv, &i, "--tlsMode")) ||
+                   (v = arg_value(argc, argv, &i, "--sslMode"))) {
+            if (!tls_mode_arg(v, &cfg.tls_mode))
+                return bad_value("--tlsMode", v);
+        } else if ((v = arg_value(argc, argv, &i, "--tlsCertificateKeyFile")) ||
+                   (v = arg_value(argc, argv, &i, "--sslPEMKeyFile")))
+            cfg.tls_cert = v;
+        else if ((v = arg_value(argc, argv, &i, "--tlsCAFile")) ||
+                 (v = arg_value(argc, argv, &i, "--sslCAFile")))
+            cfg.tls_ca = v;
+        else if (!strcmp(argv[i], "--tlsAllowConnectionsWithoutCertificates") ||
+                 !strcmp(argv[i], "--sslAllowConnectionsWithoutCertificates"))
+            cfg.tls_no_client_cert = true;
+        else if (!strcmp(argv[i], "--auth"))
+            cfg.auth = true;
+        else if (!strcmp(argv[i], "--noauth"))
+            cfg.auth = false;
+        else if (!strcmp(argv[i], "--quiet"))
             quiet = true;
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
@@ -623,10 +774,15 @@ int srv_main(int argc, char **argv)
         srv_destroy(s);
         return 1;
     }
-    srv_log(SRV_LOG_W, "CONTROL", 22120, "initandlisten",
-            "Access control is not enabled for the database. Read and write access to data "
-            "and configuration is unrestricted", NULL);
-    if (strcmp(cfg.bind, "127.0.0.1") != 0)
+    if (!cfg.auth)
+        srv_log(SRV_LOG_W, "CONTROL", 22120, "initandlisten",
+                "Access control is not enabled for the database. Read and write access to data "
+                "and configuration is unrestricted", NULL);
+    else
+        srv_log(SRV_LOG_I, "ACCESS", 9990002, "initandlisten",
+                "Access control is enabled: SCRAM-SHA-256 authentication is required",
+                NULL);
+    if (strcmp(cfg.bind, "127.0.0.1") != 0 && !cfg.auth)
         srv_log(SRV_LOG_W, "CONTROL", 22140, "initandlisten",
                 "This server is bound to an address other than localhost, without "
                 "authentication: anyone who can reach it can read and change every database",

@@ -6,7 +6,9 @@
 #           libreadline-dev: the shell's line editing),
 #           the demo and the tests: what `make`,
 #           `make demo`, `make test`, `make install` and `make crash` need
-#           (tzdata: the Olson time zones of the date expressions)
+#           (tzdata: the Olson time zones of the date expressions;
+#           libssl-dev: the server's SCRAM-SHA-256 and TLS; openssl: the
+#           TLS test's self-signed certificates)
 #   bench   the benchmarks' extras: liblmdb-dev and libwiredtiger-dev
 #           (bench/peers runs the real LMDB and WiredTiger) and gnuplot-nox
 #           (bench/mms draws its plots)
@@ -24,7 +26,7 @@
 # else it prints the exact apt-get line to run and fails (it never calls
 # sudo).  On a system without dpkg it cannot check and says so.
 set -e
-LIB_PKGS="build-essential pkg-config libbson-dev libzstd-dev libsnappy-dev libpcre2-dev libstemmer-dev duktape-dev libcriterion-dev tzdata zlib1g-dev libreadline-dev"
+LIB_PKGS="build-essential pkg-config libbson-dev libzstd-dev libsnappy-dev libpcre2-dev libstemmer-dev duktape-dev libcriterion-dev tzdata zlib1g-dev libreadline-dev libssl-dev openssl"
 BENCH_PKGS="liblmdb-dev libwiredtiger-dev gnuplot-nox"
 PLOT_PKGS="gnuplot-nox"
 FUZZ_PKGS="clang libclang-rt-dev"

@@ -39,7 +39,7 @@ for f in apt-get sudo; do
 done
 chmod +x "$T/bin/"*
 
-LIB_PKGS="build-essential pkg-config libbson-dev libzstd-dev libsnappy-dev libpcre2-dev libstemmer-dev duktape-dev libcriterion-dev tzdata zlib1g-dev libreadline-dev"
+LIB_PKGS="build-essential pkg-config libbson-dev libzstd-dev libsnappy-dev libpcre2-dev libstemmer-dev duktape-dev libcriterion-dev tzdata zlib1g-dev libreadline-dev libssl-dev openssl"
 # deps UID INSTALLED SET...: run deps.sh with the fakes; output in $out, status in $st
 deps() {
     uid=$1 inst=$2
