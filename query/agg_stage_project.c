@@ -743,7 +743,7 @@ static int redact_array(st_redact *s, bson_iter_t *arr, bson_t *out, md_error *e
 
 static int redact_doc(st_redact *s, const bson_t *in, bson_t *out, bool *kept, md_error *err)
 {
-    int keep;
+    int keep = -1;
     bson_iter_t it;
     bson_init(out);
     *kept = false;
