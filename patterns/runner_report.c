@@ -611,5 +611,6 @@ int rn_write_markdown(const rn_run *run, const char *dir)
             if (run->sc[k].p == rp->p)
                 md_scenario(f, run, &run->sc[k]);
     }
+    rn_ap_write_markdown(f, run);
     return fclose(f) == 0 ? 0 : -1;
 }
