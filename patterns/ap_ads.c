@@ -324,7 +324,7 @@ static int ads_measure(md_db *db, const char *engine, bool quick, ap_result *r,
         {"mercedes:c201204_sclass_4", "search2", 250, kw_car, 3},
         {"bmw:c201204_eclass_1", "search1", 200, kw_perf, 2},
     };
-    int users = quick ? 200 : 2000, per_user = quick ? 20 : 50;
+    int users = quick ? 200 : 1000, per_user = quick ? 20 : 30;
     int rc = ap_ads_create_indexes(db, err);
     if (rc || (rc = ap_ads_create_zone(db, "cnn", "banner", banner, 4, err)) ||
         (rc = ap_ads_create_zone(db, "cnn", "search", search, 3, err)))

@@ -211,7 +211,7 @@ static void plan_rows(ap_result *r, const char *what, const ap_plan *p)
 static int catalog_measure(md_db *db, const char *engine, bool quick, ap_result *r,
                            md_error *err)
 {
-    int n = quick ? 2000 : 20000, nfilms, nfew;
+    int n = quick ? 2000 : 10000, nfilms, nfew;
     int rc = ap_catalog_create_indexes(db, err);
     if (rc || (rc = seed(db, n, &nfilms, &nfew, err)) != 0)
         return rc;

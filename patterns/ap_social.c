@@ -427,7 +427,7 @@ static int social_measure(md_db *db, const char *engine, bool quick, ap_result *
 {
     static const int fans[] = {10, 100, 1000};
     const char *month = "201204";
-    int posts = quick ? 10 : 40;
+    int posts = quick ? 10 : 20;
     const char *pub[] = {"*public*"};
     int rc = ap_social_create_indexes(db, err);
     double per_follower_bytes[3] = {0}, per_follower_us[3] = {0};

@@ -48,8 +48,9 @@ static void usage(FILE *f)
         "Runs the Little MongoDB Schema Design Book's scenarios (mongodb-schema-\n"
         "simulator's model: processes x poolSize clients, linear, slicetime) on\n"
         "mmapv1 and btree with the journal on, prints each table beside the book's\n"
-        "figures and a verdict per pattern, and writes DIR/patterns.csv,\n"
-        "DIR/patterns/*.png (gnuplot) and DIR/patterns.md.\n"
+        "figures and a verdict per pattern; then measures the claims of MongoDB\n"
+        "Applied Design Patterns' use cases (ap_*) on the same engines; and writes\n"
+        "DIR/patterns.csv, DIR/patterns/*.png (gnuplot) and DIR/patterns.md.\n"
         "\n"
         "  --list              the patterns, their scenarios and ops, and exit\n"
         "  --scenario NAME     only this scenario, pattern or Applied Design Patterns\n"
@@ -71,8 +72,8 @@ static void usage(FILE *f)
         "  --seed N            the users' random streams\n"
         "  --help              this text\n"
         "\n"
-        "Exit status 1 if an operation returned an error or a scenario's check\n"
-        "failed, 2 on a usage error.\n",
+        "Exit status 1 if an operation returned an error, a scenario's check or a\n"
+        "use case's measurement failed, 2 on a usage error.\n",
         RN_QUICK_ITERATIONS, RN_QUICK_RESOLUTION_MS, RN_DEFAULT_RATE_SCALE,
         PT_BOOK_ITERATIONS, PT_BOOK_RESOLUTION_MS, PT_BOOK_PROCESSES, PT_BOOK_POOL_SIZE,
         RN_DEFAULT_MAX_RUN_S);

@@ -165,7 +165,8 @@ void rn_ap_write_markdown(FILE *f, const rn_run *run)
             "engine wrote for documents (collStats `bytesWritten`), document moves "
             "(mmapv1), explain's plan and keys examined, and wall-clock rates and "
             "latencies on a machine shared with other work (compare the engines' "
-            "directions, not the absolute numbers).%s\n\n",
+            "directions, not the absolute numbers). Measured by `%s` on %s.%s\n\n",
+            run->cmdline, run->started,
             run->opts.quick ? " This run used the reduced `--quick` sizes." : "");
     fprintf(f, "| Use case | demonstrates | mmapv1 | btree |\n|---|---|---|---|\n");
     for (int i = 0; i < run->nuc; i++) {
@@ -178,7 +179,8 @@ void rn_ap_write_markdown(FILE *f, const rn_run *run)
     for (int i = 0; i < run->nuc; i++) {
         const rn_usecase *u = &run->uc[i];
         const ap_result *m = u->r[RN_MMAPV1], *w = u->r[RN_BTREE];
-        fprintf(f, "\n## %s %s\n\n%s.\n\n", u->uc->section, u->uc->title, u->uc->demonstrates);
+        fprintf(f, "\n## %s %s\n\nDemonstrates: %s.\n\n", u->uc->section, u->uc->title,
+                u->uc->demonstrates);
         fprintf(f, "| claim | mmapv1 | btree |\n|---|---|---|\n");
         for (int k = 0; k < u->uc->nclaims; k++) {
             fprintf(f, "| %s |", u->uc->claims[k]);
