@@ -270,6 +270,18 @@ int ap_comments_page_embedded(md_db *db, const bson_oid_t *node, int64_t skip, i
  * position] is an erratum). */
 int ap_comments_link_embedded(md_db *db, const bson_oid_t *node, int64_t position,
                               bson_t *comment, md_error *err);
+/* Approach 2, threaded: the reply's path of positions (path[0] among the
+ * top-level replies, path[1] among its replies, ...; n = 0: a top-level
+ * comment) becomes the dotted field metadata.replies.<p0>.replies...
+ * .replies, and the comment {slug, posted, author, text, replies: []} is
+ * $pushed there. */
+int ap_comments_post_embedded_threaded(md_db *db, const bson_oid_t *node, const int *path,
+                                       int n, const char *slug, const char *author,
+                                       const char *text, int64_t posted_ms, md_error *err);
+/* The threaded direct link: the node's replies walked along path in the
+ * application (MD_NOTFOUND: no comment there); *comment always initialized. */
+int ap_comments_link_embedded_threaded(md_db *db, const bson_oid_t *node, const int *path,
+                                       int n, bson_t *comment, md_error *err);
 /* Approach 3, hybrid pages of ~100: post_comment with the node's
  * num_comment_pages as the caller last read it (*num_pages, updated). */
 int ap_comments_post_bucket(md_db *db, const bson_oid_t *node, int64_t *num_pages,

@@ -10,7 +10,10 @@
  *                                 over {node_id, posted} or {node_id,
  *                                 full_slug}
  *   2. all embedded               cms.nodes {metadata: {comments: [...]}};
- *                                 $push to post, $slice to paginate
+ *                                 $push to post, $slice to paginate; or
+ *                                 threaded, {metadata: {replies: [{...,
+ *                                 replies: [...]}]}}, pushed by the dotted
+ *                                 path of positions and linked by walking it
  *   3. hybrid pages of ~100       comment_pages {node_id, page, count,
  *                                 comments: [...]}; the guarded $push
  *                                 with a new page when the last is full
@@ -254,6 +257,76 @@ int ap_comments_link_embedded(md_db *db, const bson_oid_t *node, int64_t positio
         }
     }
     bson_destroy(&arr);
+    return rc;
+}
+
+#define MAX_DEPTH 32
+
+int ap_comments_post_embedded_threaded(md_db *db, const bson_oid_t *node, const int *path,
+                                       int n, const char *slug, const char *author,
+                                       const char *text, int64_t posted_ms, md_error *err)
+{
+    char field[MAX_DEPTH * 24 + 32] = "metadata.replies";
+    if (n < 0 || n > MAX_DEPTH)
+        return md_error_set(err, MD_EINVAL, MD_CODE_BAD_VALUE, "a reply path of %d levels", n);
+    /* str_path = '.'.join('replies.%d' % part for part in path) + '.replies' */
+    for (int i = 0; i < n; i++) {
+        if (path[i] < 0)
+            return md_error_set(err, MD_EINVAL, MD_CODE_BAD_VALUE, "a negative position");
+        snprintf(field + strlen(field), sizeof field - strlen(field), ".%d.replies", path[i]);
+    }
+    bson_t *c = BCON_NEW("slug", BCON_UTF8(slug), "posted", BCON_DATE_TIME(posted_ms), "author",
+                         "{", "id", BCON_INT32(0), "name", BCON_UTF8(author), "}", "text",
+                         BCON_UTF8(text), "replies", "[", "]");
+    bson_t *filter = BCON_NEW("_id", BCON_OID(node));
+    bson_t *update = BCON_NEW("$push", "{", field, BCON_DOCUMENT(c), "}");
+    int64_t matched = 0;
+    int rc = ap_update(db, AP_COMMENT_NODES, filter, update, false, false, &matched, NULL,
+                       NULL, err);
+    if (rc == 0 && matched == 0)
+        rc = md_error_set(err, MD_NOTFOUND, MD_CODE_NO_SUCH_KEY, "no such node");
+    bson_destroy(update);
+    bson_destroy(filter);
+    bson_destroy(c);
+    return rc;
+}
+
+int ap_comments_link_embedded_threaded(md_db *db, const bson_oid_t *node, const int *path,
+                                       int n, bson_t *comment, md_error *err)
+{
+    bson_t *filter = BCON_NEW("_id", BCON_OID(node));
+    bson_t *proj = BCON_NEW("metadata.replies", BCON_INT32(1));
+    bson_t doc;
+    bson_init(comment);
+    int rc = pt_find_one(db, AP_COMMENT_NODES, filter, proj, &doc, err);
+    bson_destroy(proj);
+    bson_destroy(filter);
+    /* current = node.metadata; for part in path: current = current.replies[part] */
+    bson_iter_t cur;
+    bool ok = rc == 0 && n >= 1 && bson_iter_init(&cur, &doc) &&
+              bson_iter_find_descendant(&cur, "metadata", &cur) && BSON_ITER_HOLDS_DOCUMENT(&cur);
+    for (int i = 0; ok && i < n; i++) {
+        bson_iter_t replies, elem;
+        char key[16];
+        snprintf(key, sizeof key, "%d", path[i]);
+        ok = bson_iter_recurse(&cur, &replies) && bson_iter_find(&replies, "replies") &&
+             BSON_ITER_HOLDS_ARRAY(&replies) && bson_iter_recurse(&replies, &elem) &&
+             bson_iter_find(&elem, key) && BSON_ITER_HOLDS_DOCUMENT(&elem);
+        if (ok)
+            cur = elem;
+    }
+    if (rc == 0 && !ok)
+        rc = md_error_set(err, MD_NOTFOUND, MD_CODE_NO_SUCH_KEY, "no comment at that path");
+    if (rc == 0) {
+        const uint8_t *data;
+        uint32_t len;
+        bson_t c;
+        bson_iter_document(&cur, &len, &data);
+        bson_init_static(&c, data, len);
+        bson_destroy(comment);
+        bson_copy_to(&c, comment);
+    }
+    bson_destroy(&doc);
     return rc;
 }
 

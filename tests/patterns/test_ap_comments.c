@@ -120,6 +120,49 @@ Test(ap_comments, embedded)
     }
 }
 
+/* Threaded embedding: replies pushed by their path of positions, read
+ * back by walking the same path. */
+Test(ap_comments, embedded_threaded)
+{
+    ptt_db t;
+    PTT_FOR_EACH_ENGINE(t) {
+        md_error err;
+        bson_oid_t node = new_node(&t);
+        int p0[] = {0}, p01[] = {0, 1}, p2[] = {2};
+        cr_assert_eq(ap_comments_post_embedded_threaded(t.db, &node, NULL, 0, "a", "Rick", "a",
+                                                        1, &err), 0, "%s", err.message);
+        cr_assert_eq(ap_comments_post_embedded_threaded(t.db, &node, NULL, 0, "b", "Max", "b",
+                                                        2, &err), 0);
+        cr_assert_eq(ap_comments_post_embedded_threaded(t.db, &node, p0, 1, "a0", "Max", "a0",
+                                                        3, &err), 0, "%s", err.message);
+        cr_assert_eq(ap_comments_post_embedded_threaded(t.db, &node, p0, 1, "a1", "Jared",
+                                                        "a1", 4, &err), 0);
+        cr_assert_eq(ap_comments_post_embedded_threaded(t.db, &node, p01, 2, "a10", "Rick",
+                                                        "a10", 5, &err), 0);
+        bson_t c;
+        cr_assert_eq(ap_comments_link_embedded_threaded(t.db, &node, p01, 2, &c, &err), 0);
+        cr_assert_str_eq(ptt_str(&c, "slug"), "a1");
+        cr_assert_str_eq(ptt_str(&c, "replies.0.slug"), "a10");
+        bson_destroy(&c);
+        int p010[] = {0, 1, 0};
+        cr_assert_eq(ap_comments_link_embedded_threaded(t.db, &node, p010, 3, &c, &err), 0);
+        cr_assert_str_eq(ptt_str(&c, "text"), "a10");
+        bson_destroy(&c);
+        cr_assert_eq(ap_comments_link_embedded_threaded(t.db, &node, p2, 1, &c, &err),
+                     MD_NOTFOUND);
+        bson_destroy(&c);
+        cr_assert_eq(ap_comments_link_embedded_threaded(t.db, &node, NULL, 0, &c, &err),
+                     MD_NOTFOUND);
+        bson_destroy(&c);
+        /* a reply below position 2 of 2 replies: as in MongoDB, the update
+         * creates the path (the element {replies: [x]} at 2) */
+        cr_assert_eq(ap_comments_post_embedded_threaded(t.db, &node, p2, 1, "x", "R", "x", 6,
+                                                        &err), 0, "%s", err.message);
+        cr_assert_eq(ptt_count(&t, AP_COMMENT_NODES, "{\"metadata.replies.2.replies.0.slug\": "
+                                                     "\"x\"}"), 1);
+    }
+}
+
 Test(ap_comments, hybrid_pages)
 {
     ptt_db t;
