@@ -159,7 +159,9 @@ md_cursor *ap_catalog_title_regex(md_db *db, const char *regex, const char *opti
     bson_t filter, sort;
     ap_catalog_title_query(regex, options, &filter, &sort);
     bson_destroy(&sort);
-    return find_sorted(db, bson_copy(&filter), "details.issue_date");
+    bson_t *owned = bson_copy(&filter); /* find_sorted destroys it */
+    bson_destroy(&filter);
+    return find_sorted(db, owned, "details.issue_date");
 }
 
 /* ---- the measurement ------------------------------------------------------------ */
