@@ -4,7 +4,9 @@
  * disagrees with the book, and the files: patterns.csv (one row per
  * scenario, op and engine), gnuplot latency-distribution plots
  * (patterns/<scenario>-<engine>.png; skipped with a message when gnuplot
- * is missing) and patterns.md, the report docs/patterns.md is.
+ * is missing) and patterns.md, the report docs/patterns.md is (its part
+ * II, the Applied Design Patterns use cases, is written by runner_ap.c;
+ * they have no rows in patterns.csv).
  */
 #include <stdio.h>
 #include <stdlib.h>
