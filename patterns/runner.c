@@ -7,7 +7,9 @@
  * 3.0/3.2 ran by default), pt_run_scenario runs it on a fresh database;
  * this prints each table beside the book's figures and each pattern's
  * verdict, then writes the CSV, the latency plots and patterns.md
- * (runner_report.c).  The exit status is 1 if any user's operation
+ * (runner_report.c).  Then the use cases of the second book, "MongoDB
+ * Applied Design Patterns" (runner_ap.c), each measured on every engine
+ * with its chapter's claims judged.  The exit status is 1 if any user's operation
  * returned an error or any scenario's check failed (lost documents,
  * money or seats not conserved): `make test` runs `--quick` for that.
  */
@@ -46,11 +48,13 @@ static void usage(FILE *f)
         "Runs the Little MongoDB Schema Design Book's scenarios (mongodb-schema-\n"
         "simulator's model: processes x poolSize clients, linear, slicetime) on\n"
         "mmapv1 and btree with the journal on, prints each table beside the book's\n"
-        "figures and a verdict per pattern, and writes DIR/patterns.csv,\n"
-        "DIR/patterns/*.png (gnuplot) and DIR/patterns.md.\n"
+        "figures and a verdict per pattern; then measures the claims of MongoDB\n"
+        "Applied Design Patterns' use cases (ap_*) on the same engines; and writes\n"
+        "DIR/patterns.csv, DIR/patterns/*.png (gnuplot) and DIR/patterns.md.\n"
         "\n"
         "  --list              the patterns, their scenarios and ops, and exit\n"
-        "  --scenario NAME     only this scenario or pattern (repeatable)\n"
+        "  --scenario NAME     only this scenario, pattern or Applied Design Patterns\n"
+        "                      use case (ap_*; \"applied\": all of those) (repeatable)\n"
         "  --engine NAME       mmapv1, btree or ephemeralForTest (repeatable;\n"
         "                      default mmapv1 and btree)\n"
         "  --quick             every scenario for %d x %d ms at the same rate\n"
@@ -68,8 +72,8 @@ static void usage(FILE *f)
         "  --seed N            the users' random streams\n"
         "  --help              this text\n"
         "\n"
-        "Exit status 1 if an operation returned an error or a scenario's check\n"
-        "failed, 2 on a usage error.\n",
+        "Exit status 1 if an operation returned an error, a scenario's check or a\n"
+        "use case's measurement failed, 2 on a usage error.\n",
         RN_QUICK_ITERATIONS, RN_QUICK_RESOLUTION_MS, RN_DEFAULT_RATE_SCALE,
         PT_BOOK_ITERATIONS, PT_BOOK_RESOLUTION_MS, PT_BOOK_PROCESSES, PT_BOOK_POOL_SIZE,
         RN_DEFAULT_MAX_RUN_S);
@@ -92,6 +96,11 @@ static void list(void)
     for (const pt_pattern *const *pp = pt_patterns; *pp; pp++)
         n++;
     printf("%d of 11 patterns registered\n", n);
+    for (const ap_usecase *const *up = ap_usecases; *up; up++) {
+        printf("%-16s %-20s %s\n", (*up)->section, (*up)->name, (*up)->title);
+        for (int k = 0; k < (*up)->nclaims; k++)
+            printf("      claim %d: %s\n", k + 1, (*up)->claims[k]);
+    }
 }
 
 typedef struct progress_ctx {
@@ -315,9 +324,15 @@ int main(int argc, char **argv)
     strftime(run.started, sizeof run.started, "%Y-%m-%d %H:%M UTC", gmtime(&t));
 
     /* The scenarios asked for, grouped by pattern in the book's order. */
-    int np = 0, nsc = 0;
+    int np = 0, nsc = 0, nuc = 0;
     for (const pt_pattern *const *pp = pt_patterns; *pp; pp++, np++)
         nsc += (*pp)->nscenarios;
+    for (const ap_usecase *const *up = ap_usecases; *up; up++)
+        nuc++;
+    run.uc = calloc((size_t)(nuc ? nuc : 1), sizeof *run.uc);
+    for (const ap_usecase *const *up = ap_usecases; *up; up++)
+        if (rn_ap_wanted(*up, names, nnames))
+            run.uc[run.nuc++].uc = *up;
     run.sc = calloc((size_t)(nsc ? nsc : 1), sizeof *run.sc);
     run.pat = calloc((size_t)(np ? np : 1), sizeof *run.pat);
     for (const pt_pattern *const *pp = pt_patterns; *pp; pp++) {
@@ -331,7 +346,7 @@ int main(int argc, char **argv)
         if (any)
             run.pat[run.npat++].p = *pp;
     }
-    if (run.nsc == 0) {
+    if (run.nsc == 0 && run.nuc == 0) {
         if (nnames) {
             fprintf(stderr, "patterns: no scenario or pattern named");
             for (int i = 0; i < nnames; i++)
@@ -365,19 +380,25 @@ int main(int argc, char **argv)
         rn_print_verdict(stdout, &run, &run.pat[pi]);
         fflush(stdout);
     }
-    run.total_s = now_s() - t0;
-    read_load(run.load_after, sizeof run.load_after);
     rn_verdicts(&run);
     int measured = 0;
     for (int i = 0; i < run.npat; i++)
         measured += run.pat[i].ours != NULL;
+    for (int i = 0; i < run.nuc; i++) {
+        for (int e = 0; e < run.nengines; e++)
+            if (!rn_ap_run_one(&run, &run.uc[i], e))
+                ok = false;
+        rn_ap_print_verdict(stdout, &run, &run.uc[i]);
+    }
+    run.total_s = now_s() - t0;
+    read_load(run.load_after, sizeof run.load_after);
     if (run.npat)
         printf("\n%d of 11 verdicts agree with the book (%d of 11 patterns measured "
                "on both engines)\n",
                rn_agree_count(&run), measured);
     printf("total %.1f s%s\n", run.total_s, ok ? "" : "; SOME SCENARIOS FAILED (above)");
 
-    if (files && run.nsc) {
+    if (files && (run.nsc || run.nuc)) {
         char sub[4096];
         snprintf(sub, sizeof sub, "%s/patterns", out);
         if (mkdirs(sub) != 0) {
@@ -394,6 +415,10 @@ int main(int argc, char **argv)
     for (int i = 0; i < run.nsc; i++)
         for (int e = 0; e < RN_MAX_ENGINES; e++)
             free(run.sc[i].r[e]);
+    for (int i = 0; i < run.nuc; i++)
+        for (int e = 0; e < RN_MAX_ENGINES; e++)
+            free(run.uc[i].r[e]);
+    free(run.uc);
     free(run.sc);
     free(run.pat);
     return ok ? 0 : 1;

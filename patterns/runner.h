@@ -8,6 +8,7 @@
 
 #include <stdio.h>
 
+#include "ap.h"
 #include "pt_sim.h"
 
 #define RN_MMAPV1 0
@@ -26,6 +27,12 @@ typedef struct rn_pattern {
     const char *ours;        /* pt_verdict, or NULL when not measured on both */
 } rn_pattern;
 
+/* A use case of the second book (runner_ap.c), measured per engine. */
+typedef struct rn_usecase {
+    const ap_usecase *uc;
+    ap_result *r[RN_MAX_ENGINES];    /* NULL: not run on that engine */
+} rn_usecase;
+
 typedef struct rn_run {
     const char *engines[RN_MAX_ENGINES];
     int nengines;
@@ -34,6 +41,8 @@ typedef struct rn_run {
     int nsc;
     rn_pattern *pat;
     int npat;
+    rn_usecase *uc;          /* the second book's use cases asked for */
+    int nuc;
     pt_run_opts opts;        /* as run (engine unset) */
     const char *cmdline;
     double total_s;
@@ -57,5 +66,17 @@ void rn_print_table(FILE *f, const rn_scenario *s, const pt_run_result *r);
 int rn_write_csv(const rn_run *run, const char *dir);
 int rn_write_plots(const rn_run *run, const char *dir);
 int rn_write_markdown(const rn_run *run, const char *dir);
+
+/* The second book ("MongoDB Applied Design Patterns", runner_ap.c). */
+/* Whether a use case is asked for by the --scenario names (all when n is
+ * 0; "applied" names every one). */
+bool rn_ap_wanted(const ap_usecase *uc, char **names, int n);
+/* Measure uc on run->engines[e] in a fresh database and print its rows;
+ * false when it failed. */
+bool rn_ap_run_one(rn_run *run, rn_usecase *u, int e);
+/* Print one use case's claims and their verdict per engine. */
+void rn_ap_print_verdict(FILE *f, const rn_run *run, const rn_usecase *u);
+/* docs/patterns.md's part II: a section per chapter. */
+void rn_ap_write_markdown(FILE *f, const rn_run *run);
 
 #endif /* RUNNER_H */
