@@ -11,7 +11,8 @@
 #   make crash      the long crash-recovery run (tests/crash)
 #   make test-tsan  the threaded stress programs (tests/*/tsan_*.c) under
 #                   ThreadSanitizer, then the server (a ThreadSanitizer build
-#                   of the minidoc program) under tests/server/test_drivers.sh:
+#                   of the minidoc program) under tests/server/test_drivers.sh
+#                   and test_auth.sh:
 #                   a race makes the server exit and the script fail
 #   make bench      build the benchmark programs (build/bench/*); the only
 #                   target that needs liblmdb-dev, libwiredtiger-dev and
@@ -301,6 +302,9 @@ test-tsan: deps
 	TSAN_OPTIONS=halt_on_error=1 MINIDOC=build-thread/minidoc BUILD=build-thread \
 	    NPM_DIR=$(NPM_DIR) MONGOC_EXAMPLE=$(BUILD)/tests/server/mongoc_example \
 	    tests/server/test_drivers.sh
+	TSAN_OPTIONS=halt_on_error=1 MINIDOC=build-thread/minidoc BUILD=build-thread \
+	    NPM_DIR=$(NPM_DIR) MONGOC_EXAMPLE=$(BUILD)/tests/server/mongoc_example \
+	    tests/server/test_auth.sh
 
 # libFuzzer harnesses (clang): tests/fuzz/fuzz_NAME.c, its committed seeds in
 # tests/fuzz/corpus/NAME/ and the sources it needs in FUZZ_SRCS_NAME, built
