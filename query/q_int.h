@@ -407,6 +407,12 @@ void q_plan_render_bounds(q_plan *p, const bson_t *filter);
  * inclusion projection of top-level key fields that excludes _id (unless
  * keyed)? */
 bool q_plan_covers(q_plan *p, const bson_t *filter, const bson_t *proj);
+/* The predicates of filter an index scan on p can test on each key before
+ * it fetches the record (MongoDB's IXSCAN filter): the regexes on
+ * top-level key fields of a plain index that is not multikey, whose keys
+ * hold the field's whole value.  NULL when there are none (caller
+ * destroys). */
+bson_t *q_plan_key_prefilter(const q_plan *p, const bson_t *filter);
 /*
  * The plan cache: the index a trial chose for a query shape (the filter's
  * fields, operators and value types, the sort and the projection), until
@@ -449,6 +455,8 @@ typedef struct q_scan {
     q_yield yield;
     q_ridset seen;      /* rids an index scan returned (dedup) */
     bson_t kdoc;        /* a covered scan's document, decoded from the key */
+    q_matcher *pre;     /* owned: tested on each decoded key before a fetch
+                           (q_plan_key_prefilter), or NULL */
     int64_t keys, docs, advanced; /* keys / documents examined, returned */
     struct q_text_run *text;  /* Q_SCAN_TEXT: the records and their scores */
     double text_score;        /* Q_SCAN_TEXT: the score of the last record returned */

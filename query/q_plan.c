@@ -1106,6 +1106,29 @@ static bool filter_exact(const q_plan *p, const bson_t *filter, bool *key_filter
     return true;
 }
 
+bson_t *q_plan_key_prefilter(const q_plan *p, const bson_t *filter)
+{
+    kfield f[32];
+    bson_iter_t it;
+    bson_t *pre = NULL;
+    if (!p->ix || p->idhack || p->covered || p->text || p->geo_near || Q_MULTIKEY(p->ix) ||
+        p->ix->hashed || p->ix->gp || p->ix->text || !filter || !bson_iter_init(&it, filter))
+        return NULL;
+    size_t nf = key_fields(&p->ix->key, f);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        size_t i = 0;
+        while (i < nf && strcmp(f[i].name, k) != 0)
+            i++;
+        if (i == nf || strchr(k, '.') || !is_regex_pred(&it))
+            continue;
+        if (!pre)
+            pre = bson_new();
+        bson_append_iter(pre, k, -1, &it);
+    }
+    return pre;
+}
+
 bool q_plan_covers(q_plan *p, const bson_t *filter, const bson_t *proj)
 {
     kfield f[32];

@@ -231,6 +231,16 @@ static int scan_next_index(q_scan *s, eng_rid *rid, bson_t *doc)
             break;
         }
         Q_COUNT(s->db->m.scanned, 1);
+        if (s->pre && !s->plan.covered) {
+            /* a key that fails the prefilter needs no fetch (nor a place
+             * in the dedup set: another key of the record may pass); one
+             * that cannot be decoded (a null, a document) is fetched */
+            bson_destroy(&s->kdoc);
+            if (q_key_decode(&s->ix->key, s->last_key.data, (uint32_t)s->last_key.len,
+                             &s->kdoc) &&
+                !q_matcher_matches(s->pre, &s->kdoc))
+                continue;
+        }
         if (!ridset_add(&s->seen, *rid))
             continue;
         if (s->plan.covered) {
@@ -428,6 +438,13 @@ int q_scan_open_opts(q_scan *s, md_db *db, q_coll *c, const bson_t *filter,
     if (n > 1)
         win = choose_cached(db, c, filter, m, o, v, n);
     rc = q_scan_open_plan(s, db, c, m, &v[win], err);
+    bson_t *pre = rc ? NULL : q_plan_key_prefilter(&s->plan, filter);
+    if (pre) {
+        md_error perr;
+        if (q_matcher_new(pre, &s->pre, &perr) != 0)
+            s->pre = NULL; /* the full matcher still decides every record */
+        bson_destroy(pre);
+    }
     if (o->explain) {
         for (size_t i = 0; i < n; i++)
             if (i != win)
@@ -479,6 +496,8 @@ void q_scan_close(q_scan *s)
     s->rc = NULL;
     s->sc = NULL;
     q_text_scan_close(s);
+    q_matcher_destroy(s->pre);
+    s->pre = NULL;
     q_buf_cleanup(&s->last_key);
     if (s->kdoc.len)
         bson_destroy(&s->kdoc);
