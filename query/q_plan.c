@@ -30,7 +30,10 @@
  * of its filter verbatim; a hashed index only equalities and $in (the
  * hashes of the values), never ranges or sorts.  An index provides a sort
  * when, its point-fixed fields set aside, the sort is a prefix of the key
- * pattern in one direction or the other (never on a multikey index).
+ * pattern in one direction or the other.  A multikey index too, as in 3.x:
+ * with each record returned once, at its first key, an ascending scan
+ * orders records by their smallest element and a descending one by their
+ * largest, which is the in-memory sort's order of arrays.
  * A hint uses the named index whatever its kind (a sparse or partial index
  * may then miss documents, as in MongoDB).
  */
@@ -716,7 +719,7 @@ static int sort_direction(const q_index *ix, const bson_t *sort, uint32_t eqmask
     int dir = 0;
     if (!sort || bson_empty(sort))
         return 1;
-    if (Q_MULTIKEY(ix) || ix->hashed || nf == 0 || !bson_iter_init(&it, sort))
+    if (ix->hashed || nf == 0 || !bson_iter_init(&it, sort))
         return 0;
     while (bson_iter_next(&it)) {
         const char *name = bson_iter_key(&it);

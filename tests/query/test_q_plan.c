@@ -367,6 +367,64 @@ Test(q_plan, regex_prefilters_keys_before_fetch)
     }
 }
 
+/* A multikey index provides a sort, as in MongoDB 3.x: after point-fixed
+ * fields (the catalog's {genre: "jazz"} sorted by date), and on the array
+ * field itself, where the index order with each record once is the order of
+ * its smallest element ascending, its largest descending: the in-memory
+ * sort's order. */
+Test(q_plan, multikey_index_provides_sort)
+{
+    tdb t;
+    FOR_EACH_ENGINE(t) {
+        T_RUN(&t, "{\"createIndexes\": \"c\", \"indexes\": [{\"key\": {\"g\": 1, \"d\": -1}, "
+                  "\"name\": \"g_1_d_-1\"}, {\"key\": {\"tags\": 1}, \"name\": \"tags_1\"}]}");
+        T_RUN(&t, "{\"insert\": \"c\", \"documents\": ["
+                  "{\"_id\": 1, \"g\": [\"jazz\", \"bop\"], \"d\": 3, \"tags\": [5, 1]}, "
+                  "{\"_id\": 2, \"g\": [\"rock\"], \"d\": 9, \"tags\": [3]}, "
+                  "{\"_id\": 3, \"g\": [\"jazz\"], \"d\": 7, \"tags\": [2, 9]}, "
+                  "{\"_id\": 4, \"g\": \"jazz\", \"d\": 1, \"tags\": 4}]}");
+        const char *q = "{\"find\": \"c\", \"filter\": {\"g\": \"jazz\"}, \"sort\": {\"d\": -1}}";
+        assert_plan(&t, q, "\"g_1_d_-1\"", "\"SORT\"");
+        bson_t *r = T_OK(&t, "%s", q);
+        cr_assert_eq(t_len(r, "cursor.firstBatch"), 3);
+        cr_assert_eq(t_i64(r, "cursor.firstBatch.0._id"), 3);
+        cr_assert_eq(t_i64(r, "cursor.firstBatch.1._id"), 1);
+        cr_assert_eq(t_i64(r, "cursor.firstBatch.2._id"), 4);
+        bson_destroy(r);
+        static const struct {
+            const char *sort;
+            int ids[4];
+        } cases[] = {{"{\"tags\": 1}", {1, 3, 2, 4}}, {"{\"tags\": -1}", {3, 1, 4, 2}}};
+        for (int k = 0; k < 2; k++) {
+            for (int h = 0; h < 2; h++) { /* the index, then a scan and an in-memory sort */
+                char q2[256];
+                snprintf(q2, sizeof q2, "{\"find\": \"c\", \"sort\": %s, \"hint\": %s, \"batchSize\": 2}",
+                         cases[k].sort, h ? "{\"$natural\": 1}" : "\"tags_1\"");
+                if (!h)
+                    assert_plan(&t, q2, "\"tags_1\"", "\"SORT\"");
+                r = T_OK(&t, "%s", q2);
+                int64_t id = t_i64(r, "cursor.id");
+                cr_assert_eq(t_len(r, "cursor.firstBatch"), 2);
+                for (int i = 0; i < 2; i++) {
+                    char path[64];
+                    snprintf(path, sizeof path, "cursor.firstBatch.%d._id", i);
+                    cr_assert_eq(t_i64(r, path), cases[k].ids[i], "[%s] %s", t.engine, q2);
+                }
+                bson_destroy(r);
+                r = T_OK(&t, "{\"getMore\": {\"$numberLong\": \"%lld\"}, \"collection\": \"c\"}",
+                         (long long)id);
+                cr_assert_eq(t_len(r, "cursor.nextBatch"), 2);
+                for (int i = 0; i < 2; i++) {
+                    char path[64];
+                    snprintf(path, sizeof path, "cursor.nextBatch.%d._id", i);
+                    cr_assert_eq(t_i64(r, path), cases[k].ids[2 + i], "[%s] %s", t.engine, q2);
+                }
+                bson_destroy(r);
+            }
+        }
+    }
+}
+
 /* $all bounds the scan by its first element, as an $and of equalities
  * (MongoDB 3.x); $all of $elemMatch by its first $elemMatch. */
 Test(q_plan, all_gives_bounds)
