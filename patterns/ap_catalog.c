@@ -266,9 +266,8 @@ static int catalog_measure(md_db *db, const char *engine, bool quick, ap_result 
               strcmp(actor.index, "type_1_details.actor_1_details.issue_date_-1") == 0 &&
               strcmp(disc.index, "pricing.pct_savings_1") == 0;
     ap_claim_set(r, 0, c0,
-                 "indexes %s / %s / %s; in-memory sorts %d / %d / %d (minidoc's planner takes "
-                 "no sort from a multikey index: genre and actor are arrays); genre: %lld keys "
-                 "for %lld albums returned",
+                 "indexes %s / %s / %s; in-memory sorts %d / %d / %d (genre and actor are "
+                 "arrays: their indexes are multikey); genre: %lld keys for %lld albums returned",
                  disc.index, genre.index, actor.index, disc.sort_in_memory,
                  genre.sort_in_memory, actor.sort_in_memory, (long long)genre.keys_examined,
                  (long long)genre.returned);
