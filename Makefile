@@ -278,7 +278,11 @@ $(BUILD)/bench/wire: LDLIBS += $(shell pkg-config --libs libmongoc-1.0 2>/dev/nu
 bench-wire: bench
 	@$(MAKE) --no-print-directory $(CLI)
 	$(BUILD)/bench/wire --minidoc $(CLI)
-	python3 bench/wire.py --minidoc $(CLI) --embedded $(BUILD)/bench/wire
+	@py=; for p in python3 /usr/bin/python3; do \
+	    if $$p -c 'import pymongo' 2>/dev/null; then py=$$p; break; fi; done; \
+	    if [ -z "$$py" ]; then echo "bench-wire: no python3 with pymongo (tools/deps.sh bench)"; exit 1; fi; \
+	    echo "$$py bench/wire.py --minidoc $(CLI) --embedded $(BUILD)/bench/wire"; \
+	    $$py bench/wire.py --minidoc $(CLI) --embedded $(BUILD)/bench/wire
 
 $(FAULT_BIN): $(FAULT_OBJS) $(LIB)
 	$(CC) $(LDFLAGS) $(FAULT_LDFLAGS) -o $@ $^ $(LDLIBS) -lcriterion

@@ -142,6 +142,17 @@ static int log_port(const char *path)
     return port;
 }
 
+/* The running server, killed if the run stops on a failure (atexit). */
+static pid_t live_pid;
+
+static void kill_live_server(void)
+{
+    if (live_pid > 0) {
+        kill(live_pid, SIGKILL);
+        waitpid(live_pid, NULL, 0);
+    }
+}
+
 static void server_start(server *sv, const settings *s, int eng, const char *dir)
 {
     snprintf(sv->dir, sizeof sv->dir, "%s", dir);
@@ -173,9 +184,10 @@ static void server_start(server *sv, const settings *s, int eng, const char *dir
         fprintf(stderr, "wire: cannot run %s: %s\n", s->minidoc, strerror(errno));
         _exit(127);
     }
+    live_pid = sv->pid;
     for (int i = 0; i < 200 && !(sv->port = log_port(sv->log)); i++) {
         int st;
-        if (waitpid(sv->pid, &st, WNOHANG) == sv->pid)
+        if (waitpid(sv->pid, &st, WNOHANG) == sv->pid && !(live_pid = 0))
             fail("the server (%s serve) exited before listening; see %s", s->minidoc, sv->log);
         usleep(50000);
     }
@@ -188,7 +200,9 @@ static void server_stop(server *sv)
 {
     int st;
     kill(sv->pid, SIGTERM);
-    if (waitpid(sv->pid, &st, 0) != sv->pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+    pid_t w = waitpid(sv->pid, &st, 0);
+    live_pid = 0;
+    if (w != sv->pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
         fail("the server did not shut down cleanly (status %d); see %s", st, sv->log);
 }
 
@@ -631,6 +645,7 @@ int main(int argc, char **argv)
     settings s;
     parse_args(argc, argv, &s);
     signal(SIGPIPE, SIG_IGN);
+    atexit(kill_live_server);
     mongoc_init();
 
     bson_t sample;
@@ -694,7 +709,7 @@ int main(int argc, char **argv)
                 for (int w = 0; w < NWORK; w++) {
                     const result *x = &all[e][l][y][w];
                     if (x->ran)
-                        printf("wire %s %s %s conns=%d ops=%ld seconds=%.3f ops_per_s=%.0f "
+                        printf("wire %s %s %s conns=%d ops=%ld seconds=%.6f ops_per_s=%.0f "
                                "us_per_op=%.2f lat_us=%.2f\n",
                                work_names[w], eng_names[e], sys_names[y], s.conns[l], x->ops,
                                x->secs, rate(x), us_per_op(x), s.conns[l] * us_per_op(x));
