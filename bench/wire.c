@@ -9,6 +9,11 @@
  *
  *   embedded  md_db_open() in this process; N threads, each with its own
  *             md_collection handle on the one md_db (md_db is thread safe)
+ *   command   the same md_db, the same threads, but each operation is the
+ *             command document a driver sends ({insert, documents: [doc]},
+ *             {find, filter, limit: 1}, {update, updates: [{q, u}]}) run by
+ *             md_db_command(), as the server runs what arrives: the part of
+ *             the overhead that is building and parsing command documents
  *   mongoc    a `minidoc serve` child process (--engine E, the same --opts,
  *             the log to a file in its data directory); N threads, each with
  *             its own mongoc_client_t, so N connections (no compression)
@@ -23,8 +28,8 @@
  *
  * The O operations are split evenly between the N threads, each with its
  * own fixed-seed xorshift64* sequence.  Each connection count gets a fresh
- * collection (cN, created untimed), and for each count the embedded run
- * comes right before the wire run, so that load from elsewhere on the
+ * collection (e1, c1, m1, e8, ..., created untimed), and for each count the in-process runs
+ * come right before the wire run, so that load from elsewhere on the
  * machine falls on both alike.  The threads connect (and ping) and wait at
  * a barrier; each workload is timed from the moment its barrier opens to the
  * moment the next one does (the last thread to arrive notes the time), so
@@ -38,13 +43,15 @@
  *   lat_us      mean time one connection waits for one operation
  *               (N x us_per_op)
  * and the protocol's overhead: us_per_op(mongoc) - us_per_op(embedded) at
- * the same engine and connection count.  At the end, machine-readable lines
+ * the same engine and connection count, cut into command documents
+ * (command - embedded) and transport (mongoc - command: the driver, the
+ * framing, the sockets and the server's thread hand-offs).  At the end, machine-readable lines
  *   `wire WORKLOAD ENGINE SYSTEM conns=N ops=N seconds=X ops_per_s=X
  *    us_per_op=X lat_us=X`
  * which bench/wire.py reads for its own embedded baseline.
  *
  *   build/bench/wire [--quick] [--docs N] [--ops N] [--conns 1,8,64]
- *                    [--engines mmapv1,btree] [--systems embedded,mongoc]
+ *                    [--engines mmapv1,btree] [--systems embedded,command,mongoc]
  *                    [--minidoc PATH] [--opts JSON]
  *
  * Defaults: 20000 documents and 20000 operations per workload and
@@ -75,8 +82,8 @@
 #include "bench.h"
 #include "peers_doc.h"
 
-enum { SYS_EMBEDDED, SYS_MONGOC, NSYS };
-static const char *const sys_names[NSYS] = {"embedded", "mongoc"};
+enum { SYS_EMBEDDED, SYS_COMMAND, SYS_MONGOC, NSYS };
+static const char *const sys_names[NSYS] = {"embedded", "command", "mongoc"};
 enum { ENG_MMAPV1, ENG_BTREE, NENG };
 static const char *const eng_names[NENG] = {"mmapv1", "btree"};
 enum { W_INSERT, W_GET, W_INC, NWORK };
@@ -250,6 +257,28 @@ static void worker_fail(worker *w, const char *what, const char *msg)
     pthread_mutex_unlock(&w->r->mu);
 }
 
+/* SYS_COMMAND: cmd (destroyed here) through md_db_command, as the server
+ * runs what arrives; the reply must hold `want` (e.g. "n") equal to 1, or
+ * for a find, a first batch whose document has n. */
+static bool command_op(worker *w, bson_t *cmd, const char *what, const char *want)
+{
+    bson_t reply;
+    bson_iter_t it, f;
+    md_error err;
+    bool ok = md_db_command(w->r->db, cmd, &reply, &err) == 0;
+    if (!ok)
+        worker_fail(w, what, err.message);
+    else if (!bson_iter_init(&it, &reply) || !bson_iter_find_descendant(&it, want, &f) ||
+             (strcmp(want, "n") == 0 && bson_iter_as_int64(&f) != 1) ||
+             bson_iter_init_find(&it, &reply, "writeErrors")) {
+        ok = false;
+        worker_fail(w, what, "unexpected reply");
+    }
+    bson_destroy(&reply);
+    bson_destroy(cmd);
+    return ok;
+}
+
 static bool op_insert(worker *w, int64_t id)
 {
     bson_t doc;
@@ -260,6 +289,10 @@ static bool op_insert(worker *w, int64_t id)
         ok = md_collection_insert_one(w->mc, &doc, NULL, NULL, &err) == 0;
         if (!ok)
             worker_fail(w, "insert", err.message);
+    } else if (w->r->sys == SYS_COMMAND) {
+        ok = command_op(w, BCON_NEW("insert", BCON_UTF8(w->r->coll), "documents", "[",
+                                    BCON_DOCUMENT(&doc), "]"),
+                        "insert", "n");
     } else {
         bson_error_t err;
         ok = mongoc_collection_insert_one(w->coll, &doc, NULL, NULL, &err);
@@ -287,6 +320,10 @@ static bool op_get(worker *w, int64_t id)
         if (!found)
             worker_fail(w, "get", md_cursor_error(cur, &err) ? err.message : "not found");
         md_cursor_destroy(cur);
+    } else if (w->r->sys == SYS_COMMAND) {
+        found = command_op(w, BCON_NEW("find", BCON_UTF8(w->r->coll), "filter",
+                                       BCON_DOCUMENT(&filter), "limit", BCON_INT32(1)),
+                           "get", "cursor.firstBatch.0.n");
     } else {
         bson_error_t err;
         mongoc_cursor_t *cur = mongoc_collection_find_with_opts(w->coll, &filter, &opts, NULL);
@@ -315,6 +352,10 @@ static bool op_inc(worker *w, int64_t id)
         ok = md_collection_update_one(w->mc, &sel, &upd, NULL, NULL, &err) == 0;
         if (!ok)
             worker_fail(w, "inc", err.message);
+    } else if (w->r->sys == SYS_COMMAND) {
+        ok = command_op(w, BCON_NEW("update", BCON_UTF8(w->r->coll), "updates", "[", "{", "q",
+                                    BCON_DOCUMENT(&sel), "u", BCON_DOCUMENT(&upd), "}", "]"),
+                        "inc", "n");
     } else {
         bson_error_t err;
         ok = mongoc_collection_update_one(w->coll, &sel, &upd, NULL, NULL, &err);
@@ -357,7 +398,7 @@ static void *worker_main(void *arg)
 static void worker_connect(worker *w)
 {
     pass *r = w->r;
-    if (r->sys == SYS_EMBEDDED) {
+    if (r->sys != SYS_MONGOC) {
         w->mc = md_db_get_collection(r->db, r->coll);
         return;
     }
@@ -388,7 +429,7 @@ static void worker_disconnect(worker *w)
 static void create_coll(pass *r)
 {
     bson_t *cmd = BCON_NEW("create", BCON_UTF8(r->coll));
-    if (r->sys == SYS_EMBEDDED) {
+    if (r->sys != SYS_MONGOC) {
         run(r->db, cmd, "create", NULL);
         return;
     }
@@ -408,7 +449,7 @@ static void check_coll(pass *r)
     bson_iter_t it;
     long docs = 0;
     int64_t sum = 0;
-    if (r->sys == SYS_EMBEDDED) {
+    if (r->sys != SYS_MONGOC) {
         md_error err;
         md_collection *c = md_db_get_collection(r->db, r->coll);
         md_cursor *cur = md_collection_find_with_opts(c, &filter, NULL);
@@ -446,7 +487,7 @@ static void run_level(const settings *s, int sys, int n, md_db *db, const char *
     worker *ws = calloc((size_t)n, sizeof *ws);
     if (!ws)
         fail("out of memory");
-    snprintf(r.coll, sizeof r.coll, "c%d", n);
+    snprintf(r.coll, sizeof r.coll, "%c%d", sys_names[sys][0], n); /* e1, c8, m64, ... */
     pthread_mutex_init(&r.mu, NULL);
     pthread_barrier_init(&r.barrier, NULL, (unsigned)n + 1);
     create_coll(&r);
@@ -491,12 +532,18 @@ static void print_level(int eng, int n, result res[NSYS][NWORK])
                        eng_names[eng], work_names[w], n, sys_names[y], x->ops, x->secs,
                        rate(x), us_per_op(x), n * us_per_op(x));
         }
-        if (res[SYS_EMBEDDED][w].ran && res[SYS_MONGOC][w].ran)
+        const result *e = &res[SYS_EMBEDDED][w], *c = &res[SYS_COMMAND][w],
+                     *m = &res[SYS_MONGOC][w];
+        if (e->ran && m->ran) {
             printf("%-6s %-6s conns=%-3d overhead mongoc-embedded %.2f us/op (%.1fx the "
-                   "embedded time)\n",
-                   eng_names[eng], work_names[w], n,
-                   us_per_op(&res[SYS_MONGOC][w]) - us_per_op(&res[SYS_EMBEDDED][w]),
-                   us_per_op(&res[SYS_MONGOC][w]) / us_per_op(&res[SYS_EMBEDDED][w]));
+                   "embedded time)",
+                   eng_names[eng], work_names[w], n, us_per_op(m) - us_per_op(e),
+                   us_per_op(m) / us_per_op(e));
+            if (c->ran)
+                printf(": command documents %.2f, transport %.2f", us_per_op(c) - us_per_op(e),
+                       us_per_op(m) - us_per_op(c));
+            printf("\n");
+        }
     }
     fflush(stdout);
 }
@@ -507,7 +554,7 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: wire [--quick] [--docs N] [--ops N] [--conns 1,8,64]\n"
-            "            [--engines mmapv1,btree] [--systems embedded,mongoc]\n"
+            "            [--engines mmapv1,btree] [--systems embedded,command,mongoc]\n"
             "            [--minidoc PATH] [--opts JSON]\n");
     exit(2);
 }
@@ -566,7 +613,7 @@ static void parse_args(int argc, char **argv, settings *s)
 {
     int docs = -1, ops = -1, quick = 0;
     *s = (settings){.docs = 20000, .ops = 20000, .conns = {1, 8, 64}, .nconns = 3,
-                    .want_eng = {1, 1}, .want_sys = {1, 1}};
+                    .want_eng = {1, 1}, .want_sys = {1, 1, 1}};
     default_minidoc(s, argv[0]);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -658,10 +705,13 @@ int main(int argc, char **argv)
     for (int i = 0; i < s.nconns; i++)
         printf("%s%d", i ? "," : "", s.conns[i]);
     printf(", md_db_open options: %s\n", s.opts_json ? s.opts_json : "the engines' defaults");
-    printf("# embedded: N threads on one md_db; mongoc: N threads, one mongoc_client_t "
-           "(one connection, no compression) each; the server: %s serve\n", s.minidoc);
+    printf("# embedded: N threads on one md_db, typed calls; command: the same through "
+           "md_db_command with the command documents a driver sends; mongoc: N threads, one "
+           "mongoc_client_t (one connection, no compression) each; the server: %s serve\n",
+           s.minidoc);
     printf("# us/op = 1e6 / (ops/s of all threads); lat = conns x us/op; overhead = "
-           "us/op(mongoc) - us/op(embedded)\n");
+           "us/op(mongoc) - us/op(embedded) = command documents (command - embedded) + "
+           "transport (mongoc - command)\n");
     fflush(stdout);
 
     static result all[NENG][MAX_LEVELS][NSYS][NWORK];
@@ -680,7 +730,9 @@ int main(int argc, char **argv)
         snprintf(sdir, sizeof sdir, "%s/server", dir);
         if (mkdir(sdir, 0755) != 0)
             fail("mkdir %s: %s", sdir, strerror(errno));
-        md_db *db = s.want_sys[SYS_EMBEDDED] ? embedded_open(&s, e, edir) : NULL;
+        md_db *db = s.want_sys[SYS_EMBEDDED] || s.want_sys[SYS_COMMAND]
+                        ? embedded_open(&s, e, edir)
+                        : NULL;
         server sv = {0};
         if (s.want_sys[SYS_MONGOC]) {
             server_start(&sv, &s, e, sdir);
