@@ -31,9 +31,10 @@
  * collection (e1, c1, m1, e8, ..., created untimed), and for each count the in-process runs
  * come right before the wire run, so that load from elsewhere on the
  * machine falls on both alike.  The threads connect (and ping) and wait at
- * a barrier; each workload is timed from the moment its barrier opens to the
- * moment the next one does (the last thread to arrive notes the time), so
- * connecting, thread start and the checks are not timed.  After the
+ * a barrier; each thread notes when it starts and ends its share of a
+ * workload, and the workload's time runs from the earliest start to the
+ * latest end (a thread preempted right after the barrier cannot make it
+ * look shorter), so connecting, thread start and the checks are not timed.  After the
  * three workloads the collection is checked (untimed): D documents and
  * sum(n) = O, or the run stops.
  *
@@ -222,7 +223,6 @@ typedef struct pass {
     md_db *db;          /* embedded */
     const char *uri;    /* mongoc */
     pthread_barrier_t barrier;
-    double stamp[NWORK + 1]; /* when each barrier opened (see pass_wait) */
     volatile int failed;
     char why[512];
     pthread_mutex_t mu;
@@ -235,17 +235,8 @@ typedef struct worker {
     md_collection *mc;
     mongoc_client_t *client;
     mongoc_collection_t *coll;
+    double start[NWORK], end[NWORK]; /* this thread's share of each workload */
 } worker;
-
-/* Barrier k of a pass: the last thread to arrive (the one pthread returns
- * PTHREAD_BARRIER_SERIAL_THREAD to, which did not sleep) notes the time,
- * so a workload's time is from the moment its barrier opened to the moment
- * the next one did, however late the main thread is woken. */
-static void pass_wait(pass *r, int k)
-{
-    if (pthread_barrier_wait(&r->barrier) == PTHREAD_BARRIER_SERIAL_THREAD)
-        r->stamp[k] = now();
-}
 
 static void worker_fail(worker *w, const char *what, const char *msg)
 {
@@ -367,31 +358,37 @@ static bool op_inc(worker *w, int64_t id)
     return ok;
 }
 
-/* The worker: connect, then each workload between two barriers.  After a
- * failure it keeps meeting the barriers, doing nothing, so that the main
- * thread can report it. */
+/* The worker: each workload after a barrier, noting when its share began
+ * and ended.  After a failure it keeps meeting the barriers, doing nothing,
+ * so that the main thread can report it. */
 static void *worker_main(void *arg)
 {
     worker *w = arg;
     pass *r = w->r;
     const settings *s = r->s;
     int n = r->nthreads;
-    pass_wait(r, 0);
+    long lo = (long)s->ops * w->t / n, hi = (long)s->ops * (w->t + 1) / n;
+    uint64_t rng;
+    pthread_barrier_wait(&r->barrier);
+    w->start[W_INSERT] = now();
     for (int64_t i = w->t; i < s->docs && !r->failed; i += n)
         if (!op_insert(w, i))
             break;
-    pass_wait(r, 1);
-    long lo = (long)s->ops * w->t / n, hi = (long)s->ops * (w->t + 1) / n;
-    uint64_t rng = rng_seed(1000 + (uint64_t)w->t);
+    w->end[W_INSERT] = now();
+    pthread_barrier_wait(&r->barrier);
+    w->start[W_GET] = now();
+    rng = rng_seed(1000 + (uint64_t)w->t);
     for (long i = lo; i < hi && !r->failed; i++)
         if (!op_get(w, rng_below(&rng, (uint32_t)s->docs)))
             break;
-    pass_wait(r, 2);
+    w->end[W_GET] = now();
+    pthread_barrier_wait(&r->barrier);
+    w->start[W_INC] = now();
     rng = rng_seed(2000 + (uint64_t)w->t);
     for (long i = lo; i < hi && !r->failed; i++)
         if (!op_inc(w, rng_below(&rng, (uint32_t)s->docs)))
             break;
-    pass_wait(r, 3);
+    w->end[W_INC] = now();
     return NULL;
 }
 
@@ -498,16 +495,21 @@ static void run_level(const settings *s, int sys, int n, md_db *db, const char *
     for (int t = 0; t < n; t++)
         if (pthread_create(&ws[t].thread, NULL, worker_main, &ws[t]) != 0)
             fail("pthread_create failed");
-    for (int k = 0; k <= NWORK; k++)
-        pass_wait(&r, k);
+    for (int k = 0; k < NWORK; k++)
+        pthread_barrier_wait(&r.barrier);
     for (int t = 0; t < n; t++) {
         pthread_join(ws[t].thread, NULL);
         worker_disconnect(&ws[t]);
     }
-    /* read after the joins: a worker may have noted the last stamp */
-    for (int w = 0; w < NWORK; w++)
-        res[w] = (result){.ran = 1, .ops = w == W_INSERT ? s->docs : s->ops,
-                          .secs = r.stamp[w + 1] - r.stamp[w]};
+    /* a workload's time: from the first thread's start to the last one's end */
+    for (int w = 0; w < NWORK; w++) {
+        double t0 = ws[0].start[w], t1 = ws[0].end[w];
+        for (int t = 1; t < n; t++) {
+            t0 = ws[t].start[w] < t0 ? ws[t].start[w] : t0;
+            t1 = ws[t].end[w] > t1 ? ws[t].end[w] : t1;
+        }
+        res[w] = (result){.ran = 1, .ops = w == W_INSERT ? s->docs : s->ops, .secs = t1 - t0};
+    }
     if (r.failed)
         fail("%s", r.why);
     check_coll(&r);

@@ -12,9 +12,10 @@ find_one({_id: X}) and O random update_one({_id: X}, {$inc: {n: 1}}), with
 the same xorshift64* sequences.  Each of the N processes (forked) has its
 own MongoClient (maxPoolSize=1: one connection for the operations, plus
 pymongo's monitor), connects and pings, builds its documents and keys, and
-waits at a barrier; a workload is timed from the moment its barrier opens
-(noted by the last process to arrive) to the moment the next one does, so
-starting processes, connecting and building documents are not timed.  Each
+waits at a barrier; each process notes when it starts and ends its share of
+a workload, and the workload's time runs from the earliest start to the
+latest end, so starting processes, connecting and building documents are
+not timed.  Each
 connection count gets a fresh collection; afterwards it must hold D
 documents with sum(n) = O.
 
@@ -149,12 +150,15 @@ def client(port, **kw):
 # ---- one pass of the three workloads with n processes --------------------------------
 
 def worker(t, n, port, coll, docs, ops, barrier, stamps, errors):
-    """Process t of n: its share of each workload, between barriers."""
-    parties = n + 1
+    """Process t of n: its share of each workload after a barrier, its start
+    and end times in stamps[(t * 3 + w) * 2] and the next slot."""
 
     def wait(k):
-        if barrier.wait(timeout=900) == parties - 1:
-            stamps[k] = time.monotonic()
+        if k > 0:
+            stamps[(t * 3 + k - 1) * 2 + 1] = time.monotonic()
+        barrier.wait(timeout=900)
+        if k < 3:
+            stamps[(t * 3 + k) * 2] = time.monotonic()
 
     try:
         c = client(port, maxPoolSize=1)
@@ -193,7 +197,7 @@ def run_level(port, n, docs, ops):
     c.close()
     ctx = multiprocessing.get_context("fork")
     barrier = ctx.Barrier(n + 1)
-    stamps = ctx.Array("d", len(WORKLOADS) + 1, lock=False)
+    stamps = ctx.Array("d", n * len(WORKLOADS) * 2, lock=False)
     errors = ctx.Queue()
     procs = [ctx.Process(target=worker, args=(t, n, port, coll, docs, ops, barrier, stamps,
                                               errors)) for t in range(n)]
@@ -202,8 +206,7 @@ def run_level(port, n, docs, ops):
     broken = False
     for k in range(len(WORKLOADS) + 1):
         try:
-            if barrier.wait(timeout=900) == n:
-                stamps[k] = time.monotonic()
+            barrier.wait(timeout=900)
         except Exception:  # noqa: BLE001 -- BrokenBarrierError: a worker failed
             broken = True
             break
@@ -222,9 +225,12 @@ def run_level(port, n, docs, ops):
     if got != docs or total != ops:
         fail("pymongo %s: verification failed: %d documents (want %d), sum(n) %d (want %d)"
              % (coll, got, docs, total, ops))
+    # a workload's time: from the earliest start to the latest end
     res = {}
     for w, name in enumerate(WORKLOADS):
-        res[name] = (docs if name == "insert" else ops, stamps[w + 1] - stamps[w])
+        t0 = min(stamps[(t * 3 + w) * 2] for t in range(n))
+        t1 = max(stamps[(t * 3 + w) * 2 + 1] for t in range(n))
+        res[name] = (docs if name == "insert" else ops, t1 - t0)
     return res
 
 
