@@ -27,16 +27,18 @@
  *   inc     O random update_one({_id: X}, {$inc: {n: 1}})
  *
  * The O operations are split evenly between the N threads, each with its
- * own fixed-seed xorshift64* sequence.  Each connection count gets a fresh
- * collection (e1, c1, m1, e8, ..., created untimed), and for each count the in-process runs
- * come right before the wire run, so that load from elsewhere on the
- * machine falls on both alike.  The threads connect (and ping) and wait at
- * a barrier; each thread notes when it starts and ends its share of a
- * workload, and the workload's time runs from the earliest start to the
- * latest end (a thread preempted right after the barrier cannot make it
- * look shorter), so connecting, thread start and the checks are not timed.  After the
- * three workloads the collection is checked (untimed): D documents and
- * sum(n) = O, or the run stops.
+ * own fixed-seed xorshift64* sequence.  A pass is the three workloads on a
+ * fresh collection (created untimed).  For each connection count the
+ * systems take turns, pass by pass (embedded, command, mongoc, then
+ * again), and each workload's median pass is reported, so that load from
+ * elsewhere on the machine falls on all of them alike.  The threads
+ * connect (and ping) and wait at a barrier; each thread notes when it
+ * starts and ends its share of a workload, and the workload's time runs
+ * from the earliest start to the latest end (a thread preempted right
+ * after the barrier cannot make it look shorter), so connecting, thread
+ * start and the checks are not timed.  After the three workloads the
+ * collection is checked (untimed): D documents and sum(n) = O, or the run
+ * stops.
  *
  * Reported per engine, workload, connection count and system:
  *   ops_per_s   operations per second, all threads together
@@ -51,13 +53,14 @@
  *    us_per_op=X lat_us=X`
  * which bench/wire.py reads for its own embedded baseline.
  *
- *   build/bench/wire [--quick] [--docs N] [--ops N] [--conns 1,8,64]
+ *   build/bench/wire [--quick] [--docs N] [--ops N] [--repeat N] [--conns 1,8,64]
  *                    [--engines mmapv1,btree] [--systems embedded,command,mongoc]
  *                    [--minidoc PATH] [--opts JSON]
  *
  * Defaults: 20000 documents and 20000 operations per workload and
- * connection count (about a minute on an idle 2-core machine); --quick:
- * 5000.  --minidoc: the server program (default $MINIDOC, else `minidoc`
+ * connection count, 3 passes of each (--repeat) of which the median is
+ * reported (about 80 s on a busy 2-core machine); --quick: 5000 and 1
+ * pass.  --minidoc: the server program (default $MINIDOC, else `minidoc`
  * beside this program's directory: build/bench/wire -> build/minidoc).
  * --opts: md_db_open() options for both sides (the engines' defaults when
  * not given: mmapv1's journal and btree's log on, as MongoDB's).  Scratch
@@ -92,10 +95,12 @@ static const char *const work_names[NWORK] = {"insert", "get", "inc"};
 
 #define MAX_CONNS 256
 #define MAX_LEVELS 8
+#define MAX_REPEAT 9
 #define DB_NAME "bench"
 
 typedef struct settings {
     int docs, ops;
+    int repeat; /* passes per system and connection count; the median is kept */
     int conns[MAX_LEVELS], nconns;
     int want_eng[NENG], want_sys[NSYS];
     char minidoc[PATH_MAX];
@@ -477,14 +482,15 @@ static void check_coll(pass *r)
 }
 
 /* The three workloads with n threads on one system; res[w] gets each. */
-static void run_level(const settings *s, int sys, int n, md_db *db, const char *uri,
+static void run_level(const settings *s, int sys, int n, int round, md_db *db, const char *uri,
                       result res[NWORK])
 {
     pass r = {.s = s, .sys = sys, .nthreads = n, .db = db, .uri = uri};
     worker *ws = calloc((size_t)n, sizeof *ws);
     if (!ws)
         fail("out of memory");
-    snprintf(r.coll, sizeof r.coll, "%c%d", sys_names[sys][0], n); /* e1, c8, m64, ... */
+    /* e1_0, c8_1, m64_2, ...: a fresh collection for every pass */
+    snprintf(r.coll, sizeof r.coll, "%c%d_%d", sys_names[sys][0], n, round);
     pthread_mutex_init(&r.mu, NULL);
     pthread_barrier_init(&r.barrier, NULL, (unsigned)n + 1);
     create_coll(&r);
@@ -516,6 +522,20 @@ static void run_level(const settings *s, int sys, int n, md_db *db, const char *
     pthread_barrier_destroy(&r.barrier);
     pthread_mutex_destroy(&r.mu);
     free(ws);
+}
+
+/* The pass with the median time of `k` passes (k <= MAX_REPEAT). */
+static result median(const result *x, int k)
+{
+    result sorted[MAX_REPEAT];
+    memcpy(sorted, x, sizeof *x * (size_t)k);
+    for (int i = 1; i < k; i++)
+        for (int j = i; j > 0 && sorted[j].secs < sorted[j - 1].secs; j--) {
+            result t = sorted[j];
+            sorted[j] = sorted[j - 1];
+            sorted[j - 1] = t;
+        }
+    return sorted[k / 2];
 }
 
 /* ---- reporting ------------------------------------------------------------------------ */
@@ -555,7 +575,7 @@ static void print_level(int eng, int n, result res[NSYS][NWORK])
 static void usage(void)
 {
     fprintf(stderr,
-            "usage: wire [--quick] [--docs N] [--ops N] [--conns 1,8,64]\n"
+            "usage: wire [--quick] [--docs N] [--ops N] [--repeat N] [--conns 1,8,64]\n"
             "            [--engines mmapv1,btree] [--systems embedded,command,mongoc]\n"
             "            [--minidoc PATH] [--opts JSON]\n");
     exit(2);
@@ -613,8 +633,8 @@ static void default_minidoc(settings *s, const char *argv0)
 
 static void parse_args(int argc, char **argv, settings *s)
 {
-    int docs = -1, ops = -1, quick = 0;
-    *s = (settings){.docs = 20000, .ops = 20000, .conns = {1, 8, 64}, .nconns = 3,
+    int docs = -1, ops = -1, quick = 0, repeat = -1;
+    *s = (settings){.docs = 20000, .ops = 20000, .repeat = 3, .conns = {1, 8, 64}, .nconns = 3,
                     .want_eng = {1, 1}, .want_sys = {1, 1, 1}};
     default_minidoc(s, argv[0]);
     for (int i = 1; i < argc; i++) {
@@ -630,6 +650,11 @@ static void parse_args(int argc, char **argv, settings *s)
             docs = atoi(v);
         else if (strcmp(a, "--ops") == 0)
             ops = atoi(v);
+        else if (strcmp(a, "--repeat") == 0) {
+            repeat = atoi(v);
+            if (repeat < 1 || repeat > MAX_REPEAT)
+                usage();
+        }
         else if (strcmp(a, "--conns") == 0) {
             if (!parse_conns(v, s))
                 usage();
@@ -646,8 +671,12 @@ static void parse_args(int argc, char **argv, settings *s)
         else
             usage();
     }
-    if (quick)
+    if (quick) {
         s->docs = s->ops = 5000;
+        s->repeat = 1;
+    }
+    if (repeat > 0)
+        s->repeat = repeat;
     if (docs > 0)
         s->docs = docs;
     if (ops > 0)
@@ -701,8 +730,8 @@ int main(int argc, char **argv)
     make_doc(&sample, 12345);
     printf("# wire: minidoc %s embedded against `minidoc serve` through libmongoc %s\n",
            MD_VERSION_STRING, MONGOC_VERSION_S);
-    printf("# docs=%d (%u bytes) ops=%d per workload and connection count, conns=", s.docs,
-           sample.len, s.ops);
+    printf("# docs=%d (%u bytes) ops=%d per workload and connection count, median of %d "
+           "passes, conns=", s.docs, sample.len, s.ops, s.repeat);
     bson_destroy(&sample);
     for (int i = 0; i < s.nconns; i++)
         printf("%s%d", i ? "," : "", s.conns[i]);
@@ -742,9 +771,21 @@ int main(int argc, char **argv)
         }
         printf("\n# engine=%s\n", eng_names[e]);
         for (int l = 0; l < s.nconns; l++) {
+            static result passes[NSYS][NWORK][MAX_REPEAT];
+            for (int k = 0; k < s.repeat; k++) {
+                result one[NWORK];
+                for (int y = 0; y < NSYS; y++) {
+                    if (!s.want_sys[y])
+                        continue;
+                    run_level(&s, y, s.conns[l], k, db, uri, one);
+                    for (int w = 0; w < NWORK; w++)
+                        passes[y][w][k] = one[w];
+                }
+            }
             for (int y = 0; y < NSYS; y++)
-                if (s.want_sys[y])
-                    run_level(&s, y, s.conns[l], db, uri, all[e][l][y]);
+                for (int w = 0; w < NWORK; w++)
+                    if (s.want_sys[y])
+                        all[e][l][y][w] = median(passes[y][w], s.repeat);
             print_level(e, s.conns[l], all[e][l]);
             fprintf(stderr, "wire: %s conns=%d done\n", eng_names[e], s.conns[l]);
         }
