@@ -756,7 +756,7 @@ int main(int argc, char **argv)
                  eng_names[e]);
         if (!mkdtemp(dir))
             fail("mkdtemp %s: %s", dir, strerror(errno));
-        char edir[PATH_MAX], sdir[PATH_MAX], uri[128];
+        char edir[PATH_MAX], sdir[PATH_MAX], uri[128] = "";
         snprintf(edir, sizeof edir, "%s/embedded", dir);
         snprintf(sdir, sizeof sdir, "%s/server", dir);
         if (mkdir(sdir, 0755) != 0)
