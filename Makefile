@@ -15,8 +15,12 @@
 #                   and test_auth.sh:
 #                   a race makes the server exit and the script fail
 #   make bench      build the benchmark programs (build/bench/*); the only
-#                   target that needs liblmdb-dev, libwiredtiger-dev and
-#                   gnuplot-nox (make patterns wants gnuplot-nox for plots)
+#                   target that needs liblmdb-dev, libwiredtiger-dev,
+#                   libmongoc-dev, python3-pymongo and gnuplot-nox (make
+#                   patterns wants gnuplot-nox for plots)
+#   make bench-wire run bench/wire and bench/wire.py: the peers workloads
+#                   through libmongoc and pymongo against `minidoc serve`
+#                   beside the embedded API (docs/wire.md)
 #   make patterns   the book-scale scenario run (build/patterns), which
 #                   regenerates docs/patterns.md
 #   make install    libminidoc.a, libminidoc.so (soname libminidoc.so.0),
@@ -127,7 +131,7 @@ SHLIB     := $(BUILD)/libminidoc.so.$(SO_VER)
 PIC_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/pic/%.o)
 PC_FILES  := $(BUILD)/minidoc.pc $(BUILD)/minidoc-static.pc
 
-.PHONY: all deps demo test check bench crash test-tsan clean patterns install uninstall shared fuzz
+.PHONY: all deps demo test check bench bench-wire crash test-tsan clean patterns install uninstall shared fuzz
 
 all: $(LIB) $(CLI) $(TEST_BIN) $(FAULT_BIN) $(ALLOC_BIN) $(MONGOC_EX) $(if $(PAT_MAIN),$(PATTERNS))
 
@@ -281,6 +285,22 @@ $(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIB)
 
 # bench/peers runs the real WiredTiger and LMDB beside minidoc's engines.
 $(BUILD)/bench/peers: LDLIBS += -lwiredtiger $(shell pkg-config --libs lmdb 2>/dev/null)
+# bench/wire drives `minidoc serve` through libmongoc (the only bench program
+# linked with it).
+$(BUILD)/bench/wire.o: CPPFLAGS += $(shell pkg-config --cflags libmongoc-1.0 2>/dev/null)
+$(BUILD)/bench/wire: LDLIBS += $(shell pkg-config --libs libmongoc-1.0 2>/dev/null)
+
+# The wire-protocol benchmark: bench/wire (libmongoc threads) and
+# bench/wire.py (pymongo processes), each against `minidoc serve` on both
+# engines beside the embedded C API (docs/wire.md).
+bench-wire: bench
+	@$(MAKE) --no-print-directory $(CLI)
+	$(BUILD)/bench/wire --minidoc $(CLI)
+	@py=; for p in python3 /usr/bin/python3; do \
+	    if $$p -c 'import pymongo' 2>/dev/null; then py=$$p; break; fi; done; \
+	    if [ -z "$$py" ]; then echo "bench-wire: no python3 with pymongo (tools/deps.sh bench)"; exit 1; fi; \
+	    echo "$$py bench/wire.py --minidoc $(CLI) --embedded $(BUILD)/bench/wire"; \
+	    $$py bench/wire.py --minidoc $(CLI) --embedded $(BUILD)/bench/wire
 
 $(FAULT_BIN): $(FAULT_OBJS) $(LIB)
 	$(CC) $(LDFLAGS) $(FAULT_LDFLAGS) -o $@ $^ $(LDLIBS) -lcriterion
@@ -338,4 +358,4 @@ fuzz:
 clean:
 	rm -rf build build-*
 
--include $(LIB_OBJS:.o=.d) $(PIC_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(PAT_OBJS:.o=.d) $(PAT_MAIN_OBJS:.o=.d) $(FAULT_OBJS:.o=.d) $(BUILD)/tools/minidoc.d $(CLI_OBJS:.o=.d) $(TOOL_OBJS:.o=.d) $(SRV_OBJS:.o=.d)
+-include $(BENCH_SRCS:%.c=$(BUILD)/%.d) $(LIB_OBJS:.o=.d) $(PIC_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(PAT_OBJS:.o=.d) $(PAT_MAIN_OBJS:.o=.d) $(FAULT_OBJS:.o=.d) $(BUILD)/tools/minidoc.d $(CLI_OBJS:.o=.d) $(TOOL_OBJS:.o=.d) $(SRV_OBJS:.o=.d)

@@ -119,6 +119,7 @@
 
 #define BENCH_NAME "peers"
 #include "bench.h"
+#include "peers_doc.h"
 
 /* --quick: the second pair runs only if the first took at most this long */
 #define QUICK_PAIR_BUDGET 27
@@ -173,16 +174,6 @@ static void fail(const char *fmt, ...)
     fputc('\n', stderr);
     va_end(ap);
     exit(1);
-}
-
-/* xorshift64*: the same sequence for every system. */
-static uint64_t rng_seed(uint64_t s) { return s * 0x9E3779B97F4A7C15ull + 1; }
-static uint32_t rng_below(uint64_t *st, uint32_t n)
-{
-    *st ^= *st >> 12;
-    *st ^= *st << 25;
-    *st ^= *st >> 27;
-    return (uint32_t)((*st * 0x2545F4914F6CDD1Dull) >> 32) % n;
 }
 
 /* ---- documents and operations ---------------------------------------- */
@@ -246,41 +237,6 @@ static void day_key(key *k, int i)
     memset(k, 0, sizeof *k);
     k->is_str = 1;
     snprintf(k->s, sizeof k->s, "20101010/metric-%04d", i);
-}
-
-/* A document of about 300 bytes (a user profile with an address and a
- * short bio); n is the counter that inc increments. */
-static void make_doc(bson_t *d, int64_t i)
-{
-    static const char *const cities[] = {"Paris",  "Berlin", "Madrid", "Rome",
-                                         "Lisbon", "Vienna", "Prague", "Dublin"};
-    static const char *const tags[] = {"sports", "music", "books", "travel", "food", "games"};
-    char name[32], email[48], street[48];
-    bson_t arr, addr;
-    unsigned u = (unsigned)i;
-    snprintf(name, sizeof name, "user%07lld", (long long)i);
-    snprintf(email, sizeof email, "user%07lld@example.com", (long long)i);
-    snprintf(street, sizeof street, "%u Rue de la Paix", u % 997 + 1);
-    bson_init(d);
-    BSON_APPEND_INT64(d, "_id", i);
-    BSON_APPEND_INT32(d, "n", 0);
-    BSON_APPEND_UTF8(d, "name", name);
-    BSON_APPEND_UTF8(d, "email", email);
-    BSON_APPEND_INT32(d, "age", 18 + (int)(u * 2654435761u % 60));
-    BSON_APPEND_ARRAY_BEGIN(d, "tags", &arr);
-    BSON_APPEND_UTF8(&arr, "0", tags[u % 6]);
-    BSON_APPEND_UTF8(&arr, "1", tags[(u / 6) % 6]);
-    bson_append_array_end(d, &arr);
-    BSON_APPEND_DOCUMENT_BEGIN(d, "address", &addr);
-    BSON_APPEND_UTF8(&addr, "street", street);
-    BSON_APPEND_UTF8(&addr, "city", cities[u * 40503u % 8]);
-    BSON_APPEND_UTF8(&addr, "zip", "75002");
-    BSON_APPEND_UTF8(&addr, "country", "FR");
-    bson_append_document_end(d, &addr);
-    BSON_APPEND_DATE_TIME(d, "created", 1500000000000LL + (int64_t)i * 61000);
-    BSON_APPEND_BOOL(d, "active", u % 3 != 0);
-    BSON_APPEND_DOUBLE(d, "score", (double)(u * 7919u % 10000) / 100.0);
-    BSON_APPEND_UTF8(d, "bio", "Writes software, reads history.");
 }
 
 /* A preallocated MMS day document: daily, 24 hourly counters, and 1440

@@ -4,10 +4,13 @@
  *
  * Answered here (they concern the server, not one database): hello /
  * isMaster (the handshake, with compression negotiated), buildInfo, ping,
- * getParameter, getLog, hostInfo, whatsmyuri, getCmdLineOpts, endSessions / killAllSessions / refreshSessions (minidoc
+ * getParameter, getLog, hostInfo, whatsmyuri, getCmdLineOpts, startSession
+ * (a fresh id) and endSessions / killAllSessions / refreshSessions (minidoc
  * has no sessions: lsid is accepted and ignored, so there is nothing to
  * end), listDatabases and dropDatabase (srv_db.c), and the refusals: the
- * replSet* commands (NoReplicationEnabled, 76), transactions (a command
+ * replSet* commands (NoReplicationEnabled, 76; replSetInitiate with its own
+ * message), readConcern levels linearizable and snapshot (NotAReplicaSet,
+ * 123), transactions (a command
  * with txnNumber / startTransaction / autocommit, commitTransaction,
  * abortTransaction: IllegalOperation, 20, "Transaction numbers are only
  * allowed on a replica set member or mongos", as a standalone mongod says).
@@ -56,7 +59,7 @@ const char *srv_code_name(int code)
         {76, "NoReplicationEnabled"}, {96, "OperationFailed"},
         {186, "ClientMetadataCannotBeMutated"}, {215, "DatabaseDropPending"},
         {223, "IllegalOpMsgFlag"}, {233, "TooManyDocumentSequences"},
-        {352, "UnsupportedOpQueryCommand"},
+        {123, "NotAReplicaSet"},   {352, "UnsupportedOpQueryCommand"},
     };
     static __thread char loc[32];
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
@@ -388,6 +391,41 @@ static bool is_txn(const bson_t *cmd, const char *name)
            bson_iter_init_find(&it, cmd, "autocommit");
 }
 
+/* readConcern levels only a replica set member serves: the level, or NULL. */
+static const char *replica_read_concern(const bson_t *cmd)
+{
+    bson_iter_t it, lv;
+    if (!bson_iter_init_find(&it, cmd, "readConcern") || !BSON_ITER_HOLDS_DOCUMENT(&it) ||
+        !bson_iter_recurse(&it, &lv) || !bson_iter_find(&lv, "level") ||
+        !BSON_ITER_HOLDS_UTF8(&lv))
+        return NULL;
+    const char *level = bson_iter_utf8(&lv, NULL);
+    return !strcmp(level, "linearizable") || !strcmp(level, "snapshot") ? level : NULL;
+}
+
+/* startSession: a fresh session id (a random UUID), as a standalone mongod
+ * answers; minidoc keeps no state for it (see the header). */
+static void cmd_start_session(bson_t *reply)
+{
+    uint8_t uuid[16];
+    bson_t id;
+    FILE *f = fopen("/dev/urandom", "rb");
+    if (!f || fread(uuid, 1, sizeof uuid, f) != sizeof uuid) {
+        if (f)
+            fclose(f);
+        reply_error(reply, MD_CODE_INTERNAL_ERROR, "startSession: cannot read /dev/urandom");
+        return;
+    }
+    fclose(f);
+    uuid[6] = (uint8_t)((uuid[6] & 0x0f) | 0x40); /* version 4 */
+    uuid[8] = (uint8_t)((uuid[8] & 0x3f) | 0x80); /* RFC 4122 variant */
+    BSON_APPEND_DOCUMENT_BEGIN(reply, "id", &id);
+    bson_append_binary(&id, "id", 2, BSON_SUBTYPE_UUID, uuid, sizeof uuid);
+    bson_append_document_end(reply, &id);
+    BSON_APPEND_INT32(reply, "timeoutMinutes", SRV_SESSION_MINUTES);
+    ok(reply);
+}
+
 /* ---- the hand-off ---------------------------------------------------------------------- */
 
 static void run_on_db(srv_conn *c, srv_request *req, const char *name, bson_t *reply)
@@ -460,6 +498,11 @@ void srv_cmd_run(srv_conn *c, srv_request *req, bson_t *reply)
     } else if (is_txn(&req->cmd, name)) {
         reply_error(reply, 20, "Transaction numbers are only allowed on a replica set member "
                     "or mongos");
+    } else if (replica_read_concern(&req->cmd)) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "node needs to be a replica set member to use read concern "
+                 "level '%s'", replica_read_concern(&req->cmd));
+        reply_error(reply, 123, msg);
     } else if (!strcmp(name, "ping")) {
         ok(reply);
     } else if (!strcmp(name, "buildInfo") || !strcmp(name, "buildinfo")) {
@@ -475,6 +518,8 @@ void srv_cmd_run(srv_conn *c, srv_request *req, bson_t *reply)
         ok(reply);
     } else if (!strcmp(name, "getCmdLineOpts")) {
         cmd_cmd_line_opts(c, reply);
+    } else if (!strcmp(name, "startSession")) {
+        cmd_start_session(reply);
     } else if (!strcmp(name, "endSessions") || !strcmp(name, "killAllSessions") ||
                !strcmp(name, "refreshSessions")) {
         ok(reply);
@@ -488,6 +533,8 @@ void srv_cmd_run(srv_conn *c, srv_request *req, bson_t *reply)
             reply_md_error((bson_reinit(reply), reply), &err);
         else
             ok(reply);
+    } else if (!strcmp(name, "replSetInitiate")) {
+        reply_error(reply, 76, "This node was not started with the replSet option");
     } else if (!strncmp(name, "replSet", 7)) {
         reply_error(reply, 76, "not running with --replSet");
     } else {

@@ -10,8 +10,11 @@
 #           libssl-dev: the server's SCRAM-SHA-256 and TLS; openssl: the
 #           TLS test's self-signed certificates)
 #   bench   the benchmarks' extras: liblmdb-dev and libwiredtiger-dev
-#           (bench/peers runs the real LMDB and WiredTiger) and gnuplot-nox
-#           (bench/mms draws its plots)
+#           (bench/peers runs the real LMDB and WiredTiger), gnuplot-nox
+#           (bench/mms draws its plots), libmongoc-dev (bench/wire) and
+#           python3-pymongo with its C extensions python3-bson-ext and
+#           python3-pymongo-ext (bench/wire.py: without them pymongo encodes
+#           BSON in pure Python, not what its users run)
 #   plots   gnuplot-nox, for `make patterns`' docs/patterns/*.png
 #   fuzz    clang and its fuzzer runtime, for `make fuzz`
 #   drivers the MongoDB clients the server's tests drive (make deps):
@@ -27,7 +30,7 @@
 # sudo).  On a system without dpkg it cannot check and says so.
 set -e
 LIB_PKGS="build-essential pkg-config libbson-dev libzstd-dev libsnappy-dev libpcre2-dev libstemmer-dev duktape-dev libcriterion-dev tzdata zlib1g-dev libreadline-dev libssl-dev openssl"
-BENCH_PKGS="liblmdb-dev libwiredtiger-dev gnuplot-nox"
+BENCH_PKGS="liblmdb-dev libwiredtiger-dev gnuplot-nox libmongoc-dev python3-pymongo python3-bson-ext python3-pymongo-ext"
 PLOT_PKGS="gnuplot-nox"
 FUZZ_PKGS="clang libclang-rt-dev"
 DRIVER_PKGS="python3-pymongo python3-gridfs python3-snappy python3-zstandard libmongoc-dev"

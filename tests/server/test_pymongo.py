@@ -5,7 +5,8 @@ port in MINIDOC_PORT (and the engine in MINIDOC_ENGINE, for the messages).
 Covers: CRUD, bulk writes, cursors that need getMore (and killCursors when
 closed early), indexes, findAndModify, aggregation when the server has it,
 errors with their codes (DuplicateKeyError 11000, BadValue, CommandNotFound,
-the refusals of transactions and replication), listDatabases and
+the refusals of transactions, through pymongo's session API too, of
+replication and of sharding), messages up to maxMessageSizeBytes, listDatabases and
 dropDatabase, each compressor pymongo can use (the server's own counters
 must show the compressed bytes), GridFS through pymongo's gridfs module, and
 the Little Book's Queue pattern with several client processes.
@@ -175,6 +176,48 @@ class Crud(unittest.TestCase):
         with self.assertRaises(errors.OperationFailure) as cm:
             self.db.command("shardCollection", DB + ".t")
         self.assertEqual(cm.exception.code, 59)
+
+    def test_standalone_refusals(self):
+        """Replication, transactions and sharding: a standalone mongod's answers."""
+        from pymongo.read_concern import ReadConcern
+        with self.assertRaises(errors.OperationFailure) as cm:
+            self.c.admin.command("replSetInitiate")
+        self.assertEqual(cm.exception.code, 76)
+        self.assertIn("not started with the replSet option", str(cm.exception))
+        # a transaction through pymongo's own session API
+        with self.c.start_session() as s:
+            s.start_transaction()
+            with self.assertRaises(errors.OperationFailure) as cm:
+                self.t.insert_one({"_id": "in-txn"}, session=s)
+            self.assertEqual(cm.exception.code, 20)
+            self.assertIn("Transaction numbers are only allowed on a replica set member "
+                          "or mongos", str(cm.exception))
+        self.assertIsNone(self.t.find_one({"_id": "in-txn"}))
+        with self.assertRaises(errors.OperationFailure) as cm:
+            self.c.admin.command("commitTransaction")
+        self.assertEqual(cm.exception.code, 20)
+        with self.assertRaises(errors.OperationFailure) as cm:
+            self.t.with_options(read_concern=ReadConcern("linearizable")).find_one()
+        self.assertEqual(cm.exception.code, 123)
+        for cmd in ("enableSharding", "addShard", "isdbgrid"):
+            with self.assertRaises(errors.OperationFailure) as cm:
+                self.c.admin.command(cmd, DB)
+            self.assertEqual(cm.exception.code, 59)
+        # sessions without transactions work (minidoc ignores lsid)
+        with self.c.start_session() as s:
+            self.t.insert_one({"_id": "in-session"}, session=s)
+            self.assertEqual(self.t.find_one({"_id": "in-session"}, session=s)["_id"],
+                             "in-session")
+        self.assertIn("id", self.c.admin.command("startSession"))
+
+    def test_messages_up_to_the_limit(self):
+        """52 MB in one insert_many: pymongo cuts it into messages of at most
+        maxMessageSizeBytes (48,000,000), and the server takes each whole."""
+        big = "z" * (4 * 1024 * 1024)
+        r = self.t.insert_many([{"_id": i, "pad": big} for i in range(13)])
+        self.assertEqual(len(r.inserted_ids), 13)
+        self.assertEqual(self.t.find({}, {"_id": 1}).count(), 13)
+        self.assertEqual(len(self.t.find_one({"_id": 12})["pad"]), len(big))
 
     def test_databases(self):
         other = self.c[DB + "_other"]

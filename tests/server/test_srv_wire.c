@@ -6,8 +6,10 @@
  * through raw sockets: a bad or oversized message closes only its own
  * connection (with a log line getLog shows), moreToCome gets no reply,
  * maxIncomingConnections refuses the connection past the limit, an idle
- * connection is closed, 500 connections are served at once, and a cursor
- * opened by find is continued by getMore on a later message.
+ * connection is closed, 500 connections are served at once, a cursor
+ * opened by find is continued by getMore on a later message, replication,
+ * transactions and sharding get a standalone mongod's errors, and hostInfo,
+ * getLog and getCmdLineOpts answer.
  */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
@@ -781,5 +783,138 @@ Test(srv_live, five_hundred_connections)
     bson_destroy(&r);
     for (int i = 0; i < N; i++)
         close(fds[i]);
+    live_stop(&l);
+}
+
+static const char *str(const bson_t *b, const char *path)
+{
+    bson_iter_t it, f;
+    if (bson_iter_init(&it, b) && bson_iter_find_descendant(&it, path, &f) &&
+        BSON_ITER_HOLDS_UTF8(&f))
+        return bson_iter_utf8(&f, NULL);
+    return "";
+}
+
+/* What a standalone mongod answers for replication, transactions and
+ * sharding, code, codeName and message, as the README's Server section
+ * lists them. */
+Test(srv_live, standalone_refusals)
+{
+    static const struct {
+        const char *cmd;
+        int code;
+        const char *code_name, *msg;
+    } cases[] = {
+        {"{\"replSetGetStatus\": 1, \"$db\": \"admin\"}", 76, "NoReplicationEnabled",
+         "not running with --replSet"},
+        {"{\"replSetGetConfig\": 1, \"$db\": \"admin\"}", 76, "NoReplicationEnabled",
+         "not running with --replSet"},
+        {"{\"replSetInitiate\": {}, \"$db\": \"admin\"}", 76, "NoReplicationEnabled",
+         "This node was not started with the replSet option"},
+        {"{\"insert\": \"c\", \"documents\": [{}], \"lsid\": {\"id\": 1}, \"txnNumber\": "
+         "{\"$numberLong\": \"1\"}, \"$db\": \"t\"}",
+         20, "IllegalOperation",
+         "Transaction numbers are only allowed on a replica set member or mongos"},
+        {"{\"find\": \"c\", \"lsid\": {\"id\": 1}, \"txnNumber\": {\"$numberLong\": \"1\"}, "
+         "\"startTransaction\": true, \"autocommit\": false, \"$db\": \"t\"}",
+         20, "IllegalOperation",
+         "Transaction numbers are only allowed on a replica set member or mongos"},
+        {"{\"commitTransaction\": 1, \"$db\": \"admin\"}", 20, "IllegalOperation",
+         "Transaction numbers are only allowed on a replica set member or mongos"},
+        {"{\"abortTransaction\": 1, \"$db\": \"admin\"}", 20, "IllegalOperation",
+         "Transaction numbers are only allowed on a replica set member or mongos"},
+        {"{\"shardCollection\": \"t.c\", \"key\": {\"_id\": 1}, \"$db\": \"admin\"}", 59,
+         "CommandNotFound", "no such command: 'shardCollection'"},
+        {"{\"enableSharding\": \"t\", \"$db\": \"admin\"}", 59, "CommandNotFound",
+         "no such command: 'enableSharding'"},
+        {"{\"addShard\": \"h:1\", \"$db\": \"admin\"}", 59, "CommandNotFound",
+         "no such command: 'addShard'"},
+        {"{\"isdbgrid\": 1, \"$db\": \"admin\"}", 59, "CommandNotFound",
+         "no such command: 'isdbgrid'"},
+        {"{\"find\": \"c\", \"readConcern\": {\"level\": \"linearizable\"}, \"$db\": \"t\"}",
+         123, "NotAReplicaSet", "node needs to be a replica set member to use read concern"},
+        {"{\"find\": \"c\", \"readConcern\": {\"level\": \"snapshot\"}, \"$db\": \"t\"}", 123,
+         "NotAReplicaSet", "node needs to be a replica set member to use read concern"},
+        {"{\"insert\": \"c\", \"documents\": [{}], \"writeConcern\": {\"w\": 2}, \"$db\": \"t\"}",
+         MD_CODE_BAD_VALUE, "BadValue", "cannot use 'w' > 1 on a standalone"},
+    };
+    live l;
+    live_start(&l, 10, 0);
+    int fd = dial(&l);
+    bson_t r;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        roundtrip(fd, (int32_t)i + 1, cases[i].cmd, &r);
+        cr_assert_eq(num(&r, "ok"), 0, "%s", cases[i].cmd);
+        cr_assert_eq(num(&r, "code"), cases[i].code, "%s: code %g", cases[i].cmd,
+                     num(&r, "code"));
+        cr_assert_str_eq(str(&r, "codeName"), cases[i].code_name, "%s", cases[i].cmd);
+        cr_assert(strstr(str(&r, "errmsg"), cases[i].msg), "%s: %s", cases[i].cmd,
+                  str(&r, "errmsg"));
+        bson_destroy(&r);
+    }
+    /* what does work: majority and local reads and writes, startSession, and
+     * nothing was written by the refused commands */
+    roundtrip(fd, 100, "{\"insert\": \"c\", \"documents\": [{\"_id\": 1}], \"writeConcern\": "
+                       "{\"w\": \"majority\"}, \"$db\": \"t\"}", &r);
+    cr_assert_eq(num(&r, "n"), 1);
+    bson_destroy(&r);
+    roundtrip(fd, 101, "{\"count\": \"c\", \"readConcern\": {\"level\": \"majority\"}, "
+                       "\"$db\": \"t\"}", &r);
+    cr_assert_eq(num(&r, "n"), 1);
+    bson_destroy(&r);
+    roundtrip(fd, 102, "{\"startSession\": 1, \"$db\": \"admin\"}", &r);
+    bson_iter_t it, id;
+    cr_assert(bson_iter_init(&it, &r) && bson_iter_find_descendant(&it, "id.id", &id));
+    bson_subtype_t sub;
+    uint32_t len;
+    const uint8_t *bytes;
+    cr_assert(BSON_ITER_HOLDS_BINARY(&id));
+    bson_iter_binary(&id, &sub, &len, &bytes);
+    cr_assert_eq(sub, BSON_SUBTYPE_UUID);
+    cr_assert_eq(len, 16);
+    cr_assert_eq(num(&r, "timeoutMinutes"), SRV_SESSION_MINUTES);
+    bson_destroy(&r);
+    close(fd);
+    live_stop(&l);
+}
+
+/* The commands a driver's or mongosh's startup sends about the host and the
+ * log: hostInfo, getLog and getCmdLineOpts. */
+Test(srv_live, host_and_log_commands)
+{
+    live l;
+    live_start(&l, 10, 0);
+    int fd = dial(&l);
+    bson_t r;
+    roundtrip(fd, 1, "{\"hostInfo\": 1, \"$db\": \"admin\"}", &r);
+    cr_assert_eq(num(&r, "ok"), 1);
+    cr_assert_gt(num(&r, "system.memSizeMB"), 0);
+    cr_assert_gt(num(&r, "system.numCores"), 0);
+    cr_assert_str_neq(str(&r, "system.hostname"), "");
+    cr_assert_str_neq(str(&r, "os.type"), "");
+    bson_destroy(&r);
+    roundtrip(fd, 2, "{\"getLog\": \"*\", \"$db\": \"admin\"}", &r);
+    cr_assert_str_eq(str(&r, "names.0"), "global");
+    cr_assert_str_eq(str(&r, "names.1"), "startupWarnings");
+    bson_destroy(&r);
+    /* the connection this test opened is in the global log, as a JSON line */
+    roundtrip(fd, 3, "{\"getLog\": \"global\", \"$db\": \"admin\"}", &r);
+    cr_assert_eq(num(&r, "ok"), 1);
+    cr_assert_gt(num(&r, "totalLinesWritten"), 0);
+    char *j = json_of(&r);
+    cr_assert(strstr(j, "Connection accepted"), "%s", j);
+    bson_free(j);
+    bson_destroy(&r);
+    roundtrip(fd, 4, "{\"getLog\": \"nosuch\", \"$db\": \"admin\"}", &r);
+    cr_assert_eq(num(&r, "code"), 96);
+    bson_destroy(&r);
+    roundtrip(fd, 5, "{\"getLog\": 1, \"$db\": \"admin\"}", &r);
+    cr_assert_eq(num(&r, "code"), MD_CODE_TYPE_MISMATCH);
+    bson_destroy(&r);
+    roundtrip(fd, 6, "{\"getCmdLineOpts\": 1, \"$db\": \"admin\"}", &r);
+    cr_assert_eq(num(&r, "parsed.net.maxIncomingConnections"), 10);
+    cr_assert_str_eq(str(&r, "parsed.net.bindIp"), "127.0.0.1");
+    bson_destroy(&r);
+    close(fd);
     live_stop(&l);
 }
