@@ -8,6 +8,7 @@
 
 #include <stdio.h>
 
+#include "ap.h"
 #include "pt_sim.h"
 
 #define RN_MMAPV1 0
@@ -57,5 +58,25 @@ void rn_print_table(FILE *f, const rn_scenario *s, const pt_run_result *r);
 int rn_write_csv(const rn_run *run, const char *dir);
 int rn_write_plots(const rn_run *run, const char *dir);
 int rn_write_markdown(const rn_run *run, const char *dir);
+
+/* ---- the second book (runner_ap.c) ------------------------------------------ */
+
+/* One "Applied Design Patterns" use case as run, per engine slot. */
+typedef struct rn_ap {
+    const ap_usecase *uc;
+    ap_result r[RN_MAX_ENGINES];
+    bool ran[RN_MAX_ENGINES];
+} rn_ap;
+
+/* Is the use case asked for (by its name, or "applied" for all)? */
+bool rn_ap_wanted(const ap_usecase *uc, char **names, int n);
+/* --list's lines for the use cases. */
+void rn_ap_list(void);
+/* Measure one use case on one engine into a->r[slot] and print it.
+ * false: it failed. */
+bool rn_ap_run_one(rn_ap *a, int slot, const char *engine, const ap_args *args);
+/* Write (or, append: add to) DIR/patterns.md the second book's part. */
+int rn_ap_write_markdown(const rn_run *run, const rn_ap *aps, int n, const char *dir,
+                         bool append);
 
 #endif /* RUNNER_H */

@@ -1,0 +1,298 @@
+/*
+ * ap_common.c -- what every "Applied Design Patterns" use case shares: the
+ * metric list of a measurement, the verdict of a use case, running one on
+ * a fresh database, and the pymongo-shaped helpers the modules translate
+ * the book's Python into (update with upsert/multi and updatedExisting,
+ * insert with a write concern, explain's counters, collStats' counters).
+ * The list of use cases is ap_registry.c.
+ */
+#include <ftw.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ap.h"
+#include "pt_sim.h"
+
+void ap_set(ap_result *r, const char *name, double value, const char *unit)
+{
+    for (int i = 0; i < r->nmetrics; i++)
+        if (strcmp(r->m[i].name, name) == 0) {
+            r->m[i].value = value;
+            r->m[i].unit = unit;
+            return;
+        }
+    if (r->nmetrics == AP_MAX_METRICS)
+        return;
+    ap_metric *m = &r->m[r->nmetrics++];
+    snprintf(m->name, sizeof m->name, "%s", name);
+    m->value = value;
+    m->unit = unit;
+}
+
+double ap_get(const ap_result *r, const char *name)
+{
+    for (int i = 0; i < r->nmetrics; i++)
+        if (strcmp(r->m[i].name, name) == 0)
+            return r->m[i].value;
+    return NAN;
+}
+
+const char *ap_verdict_name(ap_verdict v)
+{
+    return v == AP_HOLDS ? "holds" : v == AP_FAILS ? "does not hold" : "n/a";
+}
+
+ap_verdict ap_usecase_verdict(const ap_usecase *uc, const ap_result *r, int *held, int *judged)
+{
+    char buf[512];
+    int h = 0, j = 0;
+    for (int i = 0; i < uc->nclaims; i++) {
+        ap_verdict v = r->rc ? AP_FAILS : uc->claims[i].judge(r, buf, sizeof buf);
+        if (v == AP_NA)
+            continue;
+        j++;
+        h += v == AP_HOLDS;
+    }
+    if (held)
+        *held = h;
+    if (judged)
+        *judged = j;
+    return j == 0 ? AP_NA : h == j ? AP_HOLDS : AP_FAILS;
+}
+
+double ap_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb, (void)flag, (void)ftw;
+    return remove(p);
+}
+
+int ap_run_usecase(const ap_usecase *uc, const char *engine, const ap_args *a, ap_result *r,
+                   md_error *err)
+{
+    char dir[4096];
+    const char *tmp = getenv("TMPDIR");
+    md_db *db;
+    memset(r, 0, sizeof *r);
+    snprintf(r->engine, sizeof r->engine, "%s", engine);
+    snprintf(dir, sizeof dir, "%s/md_ap_XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir))
+        return md_error_set(err, MD_EIO, MD_CODE_INTERNAL_ERROR, "mkdtemp %s failed", dir);
+    bson_t *o = BCON_NEW("engine", BCON_UTF8(engine), "mmapv1", "{", "firstFileSize",
+                         BCON_INT32(16 << 20), "}");
+    int rc = md_db_open(dir, o, &db, err);
+    bson_destroy(o);
+    if (rc) {
+        nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+        return rc;
+    }
+    md_error merr;
+    md_error_clear(&merr);
+    double t0 = ap_now_s();
+    r->rc = uc->measure(db, a, r, &merr);
+    r->seconds = ap_now_s() - t0;
+    if (r->rc)
+        snprintf(r->error, sizeof r->error, "%.200s (%s)", merr.message, md_strerror(r->rc));
+    md_db_close(db);
+    nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    return 0;
+}
+
+/* ---- pymongo's shapes ------------------------------------------------------ */
+
+static int64_t reply_int(const bson_t *reply, const char *key)
+{
+    bson_iter_t it;
+    if (bson_iter_init_find(&it, reply, key) && BSON_ITER_HOLDS_NUMBER(&it))
+        return bson_iter_as_int64(&it);
+    return 0;
+}
+
+int ap_update(md_db *db, const char *coll, const bson_t *q, const bson_t *u, bool upsert,
+              bool multi, bool *updated_existing, int64_t *n, md_error *err)
+{
+    md_collection *c = md_db_get_collection(db, coll);
+    bson_t opts = BSON_INITIALIZER, reply;
+    if (upsert)
+        BSON_APPEND_BOOL(&opts, "upsert", true);
+    bson_init(&reply);
+    int rc = multi ? md_collection_update_many(c, q, u, &opts, &reply, err)
+                   : md_collection_update_one(c, q, u, &opts, &reply, err);
+    int64_t matched = reply_int(&reply, "matchedCount");
+    int64_t upserted = reply_int(&reply, "upsertedCount");
+    if (updated_existing)
+        *updated_existing = rc == 0 && matched > 0;
+    if (n)
+        *n = rc == 0 ? matched + upserted : 0;
+    bson_destroy(&reply);
+    bson_destroy(&opts);
+    md_collection_destroy(c);
+    return rc;
+}
+
+int ap_insert(md_db *db, const char *coll, const bson_t *doc, const bson_t *wc, md_error *err)
+{
+    md_collection *c = md_db_get_collection(db, coll);
+    bson_t opts = BSON_INITIALIZER;
+    if (wc)
+        BSON_APPEND_DOCUMENT(&opts, "writeConcern", wc);
+    int rc = md_collection_insert_one(c, doc, &opts, NULL, err);
+    bson_destroy(&opts);
+    md_collection_destroy(c);
+    return rc;
+}
+
+int ap_remove(md_db *db, const char *coll, const bson_t *q, int64_t *n, md_error *err)
+{
+    md_collection *c = md_db_get_collection(db, coll);
+    bson_t reply;
+    bson_init(&reply);
+    int rc = md_collection_delete_many(c, q, NULL, &reply, err);
+    if (n)
+        *n = rc == 0 ? reply_int(&reply, "deletedCount") : 0;
+    bson_destroy(&reply);
+    md_collection_destroy(c);
+    return rc;
+}
+
+int ap_count_find(md_db *db, const char *coll, const bson_t *filter, const bson_t *opts,
+                  int64_t *n, md_error *err)
+{
+    md_collection *c = md_db_get_collection(db, coll);
+    md_cursor *cur = md_collection_find_with_opts(c, filter, opts);
+    const bson_t *doc;
+    int64_t k = 0;
+    while (md_cursor_next(cur, &doc))
+        k++;
+    int rc = md_cursor_error(cur, err) ? MD_ERROR : 0;
+    md_cursor_destroy(cur);
+    md_collection_destroy(c);
+    *n = k;
+    return rc;
+}
+
+/* The first IXSCAN's indexName under a plan stage, depth first. */
+static bool plan_index(bson_iter_t *stage, char *out, size_t n)
+{
+    bson_iter_t it, sub;
+    const char *st = NULL;
+    if (!bson_iter_recurse(stage, &it))
+        return false;
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "stage") == 0 && BSON_ITER_HOLDS_UTF8(&it))
+            st = bson_iter_utf8(&it, NULL);
+    }
+    if (st && strcmp(st, "IXSCAN") == 0 && bson_iter_recurse(stage, &it) &&
+        bson_iter_find(&it, "indexName") && BSON_ITER_HOLDS_UTF8(&it)) {
+        snprintf(out, n, "%s", bson_iter_utf8(&it, NULL));
+        return true;
+    }
+    bson_iter_recurse(stage, &it);
+    while (bson_iter_next(&it)) {
+        if (strcmp(bson_iter_key(&it), "inputStage") == 0 && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            if (plan_index(&it, out, n))
+                return true;
+        } else if (strcmp(bson_iter_key(&it), "inputStages") == 0 &&
+                   BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &sub)) {
+            while (bson_iter_next(&sub))
+                if (BSON_ITER_HOLDS_DOCUMENT(&sub) && plan_index(&sub, out, n))
+                    return true;
+        }
+    }
+    return false;
+}
+
+static int64_t path_int(const bson_t *b, const char *path)
+{
+    bson_iter_t it, d;
+    if (bson_iter_init(&it, b) && bson_iter_find_descendant(&it, path, &d) &&
+        BSON_ITER_HOLDS_NUMBER(&d))
+        return bson_iter_as_int64(&d);
+    return 0;
+}
+
+int ap_explain_find(md_db *db, const char *coll, const bson_t *filter, const bson_t *sort,
+                    const bson_t *hint, ap_explain *out, md_error *err)
+{
+    bson_t cmd = BSON_INITIALIZER, find, reply;
+    bson_iter_t it, plan;
+    memset(out, 0, sizeof *out);
+    BSON_APPEND_DOCUMENT_BEGIN(&cmd, "explain", &find);
+    BSON_APPEND_UTF8(&find, "find", coll);
+    BSON_APPEND_DOCUMENT(&find, "filter", filter);
+    if (sort)
+        BSON_APPEND_DOCUMENT(&find, "sort", sort);
+    if (hint)
+        BSON_APPEND_DOCUMENT(&find, "hint", hint);
+    bson_append_document_end(&cmd, &find);
+    BSON_APPEND_UTF8(&cmd, "verbosity", "executionStats");
+    int rc = md_db_command(db, &cmd, &reply, err);
+    if (rc == 0) {
+        if (bson_iter_init(&it, &reply) &&
+            bson_iter_find_descendant(&it, "queryPlanner.winningPlan", &plan) &&
+            BSON_ITER_HOLDS_DOCUMENT(&plan))
+            plan_index(&plan, out->index, sizeof out->index);
+        out->keys_examined = path_int(&reply, "executionStats.totalKeysExamined");
+        out->docs_examined = path_int(&reply, "executionStats.totalDocsExamined");
+        out->n_returned = path_int(&reply, "executionStats.nReturned");
+        out->millis = path_int(&reply, "executionStats.executionTimeMillis");
+    }
+    bson_destroy(&reply);
+    bson_destroy(&cmd);
+    return rc;
+}
+
+int ap_coll_stats_get(md_db *db, const char *coll, ap_coll_stats *out, md_error *err)
+{
+    bson_t cmd = BSON_INITIALIZER, reply;
+    bson_iter_t it;
+    char engine[32] = "", path[96];
+    memset(out, 0, sizeof *out);
+    int rc = md_db_command_json(db, "{\"serverStatus\": 1}", &reply, err);
+    if (rc == 0) {
+        out->moves = path_int(&reply, "metrics.record.moves");
+        if (bson_iter_init(&it, &reply) &&
+            bson_iter_find_descendant(&it, "storageEngine.name", &it) &&
+            BSON_ITER_HOLDS_UTF8(&it))
+            snprintf(engine, sizeof engine, "%s", bson_iter_utf8(&it, NULL));
+    }
+    bson_destroy(&reply);
+    if (rc)
+        return rc;
+    BSON_APPEND_UTF8(&cmd, "collStats", coll);
+    rc = md_db_command(db, &cmd, &reply, err);
+    if (rc == 0) {
+        out->count = path_int(&reply, "count");
+        out->size = path_int(&reply, "size");
+        out->storage_size = path_int(&reply, "storageSize");
+        snprintf(path, sizeof path, "%s.bytesWritten", engine);
+        out->bytes_written = path_int(&reply, path);
+        snprintf(path, sizeof path, "%s.updates", engine);
+        out->updates = path_int(&reply, path);
+        snprintf(path, sizeof path, "%s.inPlaceUpdates", engine);
+        out->in_place = path_int(&reply, path);
+    }
+    bson_destroy(&reply);
+    bson_destroy(&cmd);
+    return rc;
+}
+
+int64_t ap_doc_size(md_db *db, const char *coll, const bson_t *q)
+{
+    bson_t doc;
+    int64_t n = 0;
+    if (pt_find_one(db, coll, q, NULL, &doc, NULL) == 0)
+        n = doc.len;
+    bson_destroy(&doc);
+    return n;
+}
