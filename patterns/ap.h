@@ -327,6 +327,12 @@ int ap_preagg_log_hit(md_db *db, int64_t t_ms, const char *site, const char *pag
 /* preallocate: both documents with every counter at 0 ($inc by 0, upsert). */
 int ap_preagg_preallocate(md_db *db, int64_t t_ms, const char *site, const char *page,
                           md_error *err);
+/* log_hit preceded, with probability prob (the book's 1/500,000 per hit),
+ * by preallocate of the next day's documents: spreads the preallocation
+ * over the day instead of a spike at midnight.  *rng: the caller's
+ * pt_rand_next stream; *preallocated (may be NULL): whether it did. */
+int ap_preagg_log_hit_prob(md_db *db, int64_t t_ms, const char *site, const char *page,
+                           double prob, uint64_t *rng, bool *preallocated, md_error *err);
 /* find_one({metadata: {...}}, {hourly: 1}) of day t: the hour's counter in
  * *hits (0 if none). */
 int ap_preagg_hourly(md_db *db, int64_t t_ms, const char *site, const char *page, int hour,

@@ -158,6 +158,20 @@ int ap_preagg_preallocate(md_db *db, int64_t t_ms, const char *site, const char 
     return rc;
 }
 
+int ap_preagg_log_hit_prob(md_db *db, int64_t t_ms, const char *site, const char *page,
+                           double prob, uint64_t *rng, bool *preallocated, md_error *err)
+{
+    /* if random.random() < prob_preallocate:
+     *     preallocate(db, dt_utc + timedelta(days=1), site, page) */
+    double x = (double)(pt_rand_next(rng) >> 11) / 9007199254740992.0;
+    int rc = 0;
+    if (preallocated)
+        *preallocated = x < prob;
+    if (x < prob)
+        rc = ap_preagg_preallocate(db, t_ms + DAY_MS, site, page, err);
+    return rc ? rc : ap_preagg_log_hit(db, t_ms, site, page, NULL, err);
+}
+
 static int64_t num_at(const bson_t *doc, const char *path)
 {
     bson_iter_t it, d;

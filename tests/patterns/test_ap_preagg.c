@@ -86,6 +86,30 @@ Test(ap_preagg, preallocation_fills_zeros_and_keeps_counts)
     }
 }
 
+Test(ap_preagg, probabilistic_preallocation_of_tomorrow)
+{
+    ptt_db t;
+    PTT_FOR_EACH_ENGINE(t)
+    {
+        md_error err;
+        uint64_t rng = 42;
+        bool pre;
+        /* Probability 1: tomorrow's document exists, all zeros, before its first hit. */
+        cr_assert_eq(ap_preagg_log_hit_prob(t.db, OCT10 + 5, "s", "/p", 1.0, &rng, &pre, &err),
+                     0, "[%s] %s", t.engine, err.message);
+        cr_assert(pre);
+        cr_assert_eq(ptt_count(&t, "stats.daily", "{\"_id\": \"20101011/s/p\", "
+                                                  "\"minute.23.59\": 0}"), 1);
+        /* Probability 0: never. */
+        cr_assert_eq(ap_preagg_log_hit_prob(t.db, OCT10 + DAY + 5, "s", "/p", 0.0, &rng, &pre,
+                                            &err), 0);
+        cr_assert_not(pre);
+        cr_assert_eq(ptt_count(&t, "stats.daily", "{\"_id\": \"20101012/s/p\"}"), 0);
+        cr_assert_eq(ptt_count(&t, "stats.daily", "{\"_id\": \"20101011/s/p\", "
+                                                  "\"hourly.0\": 1}"), 1);
+    }
+}
+
 Test(ap_preagg, usecase_claims)
 {
     ap_args a = {.quick = true, .seed = 1};
