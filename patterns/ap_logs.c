@@ -157,11 +157,10 @@ static void some_event(ap_event *ev, int64_t i, int64_t t_ms, char *host, size_t
     ev->time_ms = t_ms;
 }
 
-/* n inserts one at a time under wc; inserts/s and mean latency (ms). */
-static int time_inserts(md_db *db, int n, const bson_t *wc, const char *tag, ap_result *r,
-                        md_error *err)
+/* n inserts one at a time under wc; the seconds they took. */
+static int insert_n(md_db *db, int n, const bson_t *wc, double *secs, md_error *err)
 {
-    char host[32], name[48];
+    char host[32];
     ap_event ev;
     double t0 = ap_now_s();
     for (int i = 0; i < n; i++) {
@@ -170,7 +169,49 @@ static int time_inserts(md_db *db, int n, const bson_t *wc, const char *tag, ap_
         if (rc)
             return rc;
     }
-    double s = ap_now_s() - t0;
+    *secs += ap_now_s() - t0;
+    return 0;
+}
+
+static void rate(ap_result *r, const char *tag, int n, double s)
+{
+    char name[48];
+    snprintf(name, sizeof name, "inserts_per_s_%s", tag);
+    ap_set(r, name, n / s, "inserts/s");
+    snprintf(name, sizeof name, "insert_ms_%s", tag);
+    ap_set(r, name, s * 1000.0 / n, "ms");
+}
+
+/* w=0 and w=1 in alternating rounds of n/10, each going first every other
+ * round, so that a machine whose load changes during the run slows both
+ * alike. */
+static int time_w0_w1(md_db *db, int n, const bson_t *w0, const bson_t *w1, ap_result *r,
+                      md_error *err)
+{
+    double s0 = 0, s1 = 0;
+    int rc = 0;
+    for (int k = 0; k < 10 && rc == 0; k++) {
+        bool first0 = k % 2 == 0;
+        rc = insert_n(db, n / 10, first0 ? w0 : w1, first0 ? &s0 : &s1, err);
+        if (rc == 0)
+            rc = insert_n(db, n / 10, first0 ? w1 : w0, first0 ? &s1 : &s0, err);
+    }
+    if (rc == 0) {
+        rate(r, "w0", n / 10 * 10, s0);
+        rate(r, "w1", n / 10 * 10, s1);
+    }
+    return rc;
+}
+
+/* n inserts one at a time under wc; inserts/s and mean latency (ms). */
+static int time_inserts(md_db *db, int n, const bson_t *wc, const char *tag, ap_result *r,
+                        md_error *err)
+{
+    char name[48];
+    double s = 0;
+    int rc = insert_n(db, n, wc, &s, err);
+    if (rc)
+        return rc;
     snprintf(name, sizeof name, "inserts_per_s_%s", tag);
     ap_set(r, name, n / s, "inserts/s");
     snprintf(name, sizeof name, "insert_ms_%s", tag);
@@ -261,8 +302,7 @@ static int measure(md_db *db, const ap_args *a, ap_result *r, md_error *err)
     /* An untimed warm-up first, so that the first timed write concern does
      * not pay for the data files' and the collection's creation. */
     if ((rc = time_inserts(db, n, w1, "warmup", r, err)) ||
-        (rc = time_inserts(db, n, w0, "w0", r, err)) ||
-        (rc = time_inserts(db, n, w1, "w1", r, err)) ||
+        (rc = time_w0_w1(db, n, w0, w1, r, err)) ||
         (rc = time_inserts(db, nj, j, "j", r, err)) ||
         (rc = time_bulk(db, nb, w1, "bulk100_w1", r, err)) ||
         (rc = time_bulk(db, nb, j, "bulk100_j", r, err)))
@@ -321,7 +361,7 @@ static ap_verdict c_w0(const ap_result *r, char *m, size_t n)
     snprintf(m, n, "w=0 %.0f, w=1 %.0f, j=True %.0f inserts/s (embedded: w=0 and w=1 run "
                    "the same path; no network round trip to skip)",
              w0, w1, j);
-    return w0 >= 0.9 * w1 && w1 > j ? AP_HOLDS : AP_FAILS;
+    return w0 >= 0.9 * w1 && w1 > j ? AP_HOLDS : AP_FAILS; /* 10%: the tie band */
 }
 
 static ap_verdict c_j50(const ap_result *r, char *m, size_t n)
