@@ -656,7 +656,7 @@ static void *inv_client_main(void *arg)
     ap_tx_stress *st = c->st;
     uint64_t rng = st->seed * 104729 + (uint64_t)c->index + 1;
     client_cart cart = {.id = -1};
-    int64_t next = (int64_t)c->index * 1000000;
+    int64_t next = (int64_t)(c->index + 1) * 1000000; /* clear of the story's carts */
     for (int i = 0; i < st->ops && c->rc == 0; i++) {
         if (st->cleanup_every && i % st->cleanup_every == st->cleanup_every - 1) {
             c->rc = i / st->cleanup_every % 2
