@@ -226,8 +226,9 @@ typedef struct ap_tx_opts {
 int ap_order_increase_qty(md_db *db, const char *order_id, const char *sku, double price,
                           int32_t qty, md_error *err);
 
-/* Optimistic update with compensation: accounts {_id, balance, txns: []},
- * transactions {_id, state: new|commit|rollback, ts, amt, src, dst}.
+/* Optimistic update with compensation: accounts {_id, balance, txns:
+ * [{_id: txn, amt: the change it made}]}, transactions {_id, state:
+ * new|commit|rollback, ts, amt, src, dst}.
  * MD_NOTFOUND: insufficient funds (InsufficientFundsError) or the
  * transaction could not commit in time (TransactionError; it is rolled
  * back by the cleanup). */
@@ -235,7 +236,9 @@ int ap_tx_create_account(md_db *db, int64_t id, int64_t balance, md_error *err);
 int ap_tx_transfer(md_db *db, int64_t amt, int64_t src, int64_t dst, int64_t max_txn_ms,
                    const ap_tx_opts *o, md_error *err);
 /* cleanup_transactions: retire committed ones, roll back those still new
- * after max_txn_ms.  *resolved (may be NULL) counts them. */
+ * after max_txn_ms, undo account entries whose transaction is gone (a
+ * late write of a rolled-back transfer).  *resolved (may be NULL) counts
+ * them; run it until it resolves none to settle. */
 int ap_tx_cleanup(md_db *db, int64_t max_txn_ms, int *resolved, md_error *err);
 /* `settled` (no client running, cleanup run to the end): no transaction
  * left, no account holding a pending txn id, and the balances sum to
