@@ -359,6 +359,10 @@ extern const ap_usecase ap_usecase_hieragg;
 int ap_hieragg_create_indexes(md_db *db, md_error *err);
 int ap_hieragg_log(md_db *db, const char *userid, int64_t ts_ms, int32_t length,
                    md_error *err);
+/* The book's other way to track what was aggregated: ids reserved 50 at a
+ * time from a sequence document (findAndModify, $inc, upsert, new);
+ * [*first, *end) are this caller's. */
+int ap_hieragg_reserve_ids(md_db *db, int64_t *first, int64_t *end, md_error *err);
 /* One run of the whole cascade with the book's last_run and cutoff. */
 int ap_hieragg_run(md_db *db, int64_t last_run_ms, int64_t cutoff_ms, md_error *err);
 /* Sum of value.total and value.count over a stats collection ("stats.daily"),

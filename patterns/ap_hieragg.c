@@ -90,6 +90,32 @@ int ap_hieragg_log(md_db *db, const char *userid, int64_t ts_ms, int32_t length,
     return rc;
 }
 
+/* obj = db.my_sequence.find_and_modify(query={'_id': 0},
+ *         update={'$inc': {'inc': 50}}, upsert=True, new=True)
+ * batch_of_ids = range(obj['inc'] - 50, obj['inc']) */
+int ap_hieragg_reserve_ids(md_db *db, int64_t *first, int64_t *end, md_error *err)
+{
+    md_collection *c = md_db_get_collection(db, "my_sequence");
+    bson_t *q = BCON_NEW("_id", BCON_INT32(0));
+    bson_t *o = BCON_NEW("update", "{", "$inc", "{", "inc", BCON_INT64(50), "}", "}", "upsert",
+                         BCON_BOOL(true), "new", BCON_BOOL(true));
+    bson_t reply;
+    bson_iter_t it;
+    int rc = md_collection_find_and_modify(c, q, o, &reply, err);
+    if (rc == 0 && bson_iter_init(&it, &reply) &&
+        bson_iter_find_descendant(&it, "value.inc", &it) && BSON_ITER_HOLDS_NUMBER(&it)) {
+        *end = bson_iter_as_int64(&it);
+        *first = *end - 50;
+    } else if (rc == 0) {
+        rc = md_error_set(err, MD_ERROR, MD_CODE_INTERNAL_ERROR, "findAndModify: no value");
+    }
+    bson_destroy(&reply);
+    bson_destroy(q);
+    bson_destroy(o);
+    md_collection_destroy(c);
+    return rc;
+}
+
 /* icollection.map_reduce(map, reducef, finalize=finalizef, query=query,
  * out={'reduce': ocollection}) with query {field: {$gt: last_run, $lt:
  * cutoff}}. */

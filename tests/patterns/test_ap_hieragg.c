@@ -77,6 +77,23 @@ Test(ap_hieragg, cascade_rolls_events_up_level_by_level)
     }
 }
 
+Test(ap_hieragg, sequence_reserves_blocks_of_50)
+{
+    ptt_db t;
+    PTT_FOR_EACH_ENGINE(t)
+    {
+        md_error err;
+        int64_t a, b;
+        cr_assert_eq(ap_hieragg_reserve_ids(t.db, &a, &b, &err), 0, "[%s] %s", t.engine,
+                     err.message);
+        cr_assert_eq(a, 0);
+        cr_assert_eq(b, 50);
+        cr_assert_eq(ap_hieragg_reserve_ids(t.db, &a, &b, &err), 0);
+        cr_assert_eq(a, 50);
+        cr_assert_eq(b, 100);
+    }
+}
+
 Test(ap_hieragg, usecase_claims)
 {
     ap_args a = {.quick = true, .seed = 1};
