@@ -79,7 +79,7 @@ typedef struct ap_claim {
     ap_verdict (*judge)(const ap_result *r, char *measured, size_t n);
 } ap_claim;
 
-#define AP_MAX_CLAIMS 8
+#define AP_MAX_CLAIMS 12
 
 typedef struct ap_usecase {
     const char *name;      /* --scenario NAME, e.g. "ap_logs" */
@@ -314,6 +314,14 @@ int ap_logs_by_host_date(md_db *db, const char *host, int64_t from_ms, int64_t t
  * number of groups, *hits the sum of hits. */
 int ap_logs_hits_by_day(md_db *db, int64_t from_ms, int64_t to_ms, int64_t *groups,
                         int64_t *hits, md_error *err);
+
+/* Managing the growth: a capped collection of size_bytes; the TTL index
+ * {time: 1} with expireAfterSeconds; rotation: with each period written to
+ * events.<generation>, drop events.<generation - keep> (the book renames
+ * instead; minidoc has no renameCollection). */
+int ap_logs_create_capped(md_db *db, const char *coll, int64_t size_bytes, md_error *err);
+int ap_logs_ttl_index(md_db *db, int32_t seconds, md_error *err);
+int ap_logs_rotate(md_db *db, int generation, int keep, md_error *err);
 
 /* ---- Ch.4 Pre-Aggregated Reports (ap_preagg.c) ---------------------------- */
 extern const ap_usecase ap_usecase_preagg;

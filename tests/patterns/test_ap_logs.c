@@ -2,8 +2,9 @@
  * test_ap_logs.c -- Ch.4 Storing Log Data (patterns/ap_logs.c) on every
  * engine: inserts at each write concern (w: 2 refused on a standalone),
  * bulk inserts, the page, date and host+date queries with the book's
- * indexes in explain (1,296 keys against 11), the per-day aggregation, and
- * the use case's measured claims.
+ * indexes in explain (1,296 keys against 11), the per-day aggregation, the
+ * TTL index, a capped collection and rotation, and the use case's measured
+ * claims.
  */
 #include "ap.h"
 #include "pt_test_util.h"
@@ -123,6 +124,34 @@ Test(ap_logs, queries_and_the_compound_index_order)
     }
 }
 
+Test(ap_logs, growth_ttl_capped_and_rotation)
+{
+    ptt_db t;
+    PTT_FOR_EACH_ENGINE(t)
+    {
+        md_error err;
+        cr_assert_eq(ap_logs_ttl_index(t.db, 3600, &err), 0, "[%s] %s", t.engine, err.message);
+        bson_t *r = PTT_OK(&t, "{\"listIndexes\": \"events\"}");
+        cr_assert_eq(ptt_i64(r, "cursor.firstBatch.1.expireAfterSeconds"), 3600);
+        cr_assert_str_eq(ptt_str(r, "cursor.firstBatch.1.name"), "time_1");
+        bson_destroy(r);
+        cr_assert_eq(ap_logs_create_capped(t.db, "events.capped", 4096, &err), 0);
+        r = PTT_OK(&t, "{\"collStats\": \"events.capped\"}");
+        cr_assert(ptt_has(r, "capped"));
+        bson_iter_t it;
+        cr_assert(ptt_find(r, "capped", &it) && bson_iter_as_bool(&it), "[%s]", t.engine);
+        bson_destroy(r);
+        /* Rotation drops the oldest generation kept. */
+        bson_destroy(PTT_OK(&t, "{\"insert\": \"events.0\", \"documents\": [{\"a\": 1}]}"));
+        bson_destroy(PTT_OK(&t, "{\"insert\": \"events.1\", \"documents\": [{\"a\": 1}]}"));
+        cr_assert_eq(ap_logs_rotate(t.db, 1, 2, &err), 0);
+        cr_assert_eq(ptt_count(&t, "events.0", "{}"), 1, "kept: two generations");
+        cr_assert_eq(ap_logs_rotate(t.db, 2, 2, &err), 0);
+        cr_assert_eq(ptt_count(&t, "events.0", "{}"), 0);
+        cr_assert_eq(ptt_count(&t, "events.1", "{}"), 1);
+    }
+}
+
 Test(ap_logs, usecase_claims)
 {
     ap_args a = {.quick = true, .seed = 1};
@@ -140,5 +169,11 @@ Test(ap_logs, usecase_claims)
         /* One j: true batch of 100 waits once: far above single j: true inserts. */
         cr_assert_gt(ap_get(&r, "inserts_per_s_bulk100_j"), 5 * ap_get(&r, "inserts_per_s_j"),
                      "[%s]", engines[e]);
+        cr_assert_geq(ap_get(&r, "storage_after_remove"), ap_get(&r, "storage_before_remove"));
+        cr_assert_eq(ap_get(&r, "capped_count_after_fill_1"),
+                     ap_get(&r, "capped_count_after_fill_3"), "[%s]", engines[e]);
+        cr_assert_eq(ap_get(&r, "capped_storage_after_fill_1"),
+                     ap_get(&r, "capped_storage_after_fill_3"));
+        cr_assert_eq(ap_get(&r, "ttl_removed"), 5000);
     }
 }
