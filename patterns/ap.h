@@ -178,6 +178,12 @@ int ap_embed_comments_by(md_db *db, const char *author, int *n, md_error *err);
  * category.find({_id: {$in: ids}}); *n gets the categories. */
 int ap_embed_product_categories(md_db *db, const char *product_id, int *n, md_error *err);
 
+/* Full mutual embedding: save the product (replace, upsert), then $set
+ * every copy embedded in category.products ('products.$', multi).
+ * *categories (may be NULL): the categories updated. */
+int ap_embed_save_product(md_db *db, const bson_t *product, int64_t *categories,
+                          md_error *err);
+
 /* ---- Ch.2 Polymorphic Schemas (ap_polymorphic.c) -------------------------- */
 extern const ap_usecase ap_usecase_polymorphic;
 

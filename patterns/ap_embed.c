@@ -10,6 +10,8 @@
  *   referenced  comments     {post_id, author, text}          index author
  *   many-to-many (the compromise)  product {_id, category_ids: [...]}
  *                                  category {_id, name}
+ *   many-to-many (mutual embedding) category {_id, products: [{_id, ...}]},
+ *                                  every copy updated when a product is saved
  *
  * The rules it measures: embed for locality (one query, one document,
  * against two queries and 1 + N documents), embed for atomicity (one
@@ -214,6 +216,38 @@ int ap_embed_product_categories(md_db *db, const char *product_id, int *n, md_er
     *n = (int)k;
     bson_destroy(&in);
     bson_destroy(&doc);
+    return rc;
+}
+
+/* Full mutual embedding, the book's second many-to-many option:
+ *   db.product.save(product)
+ *   db.category.update({'products._id': product['_id']},
+ *                      {'$set': {'products.$': product}}, multi=True)
+ * (the book's 'products.*' is an erratum for the positional 'products.$').
+ * *categories (may be NULL) gets the categories whose copy was updated. */
+int ap_embed_save_product(md_db *db, const bson_t *product, int64_t *categories,
+                          md_error *err)
+{
+    bson_iter_t it;
+    if (!bson_iter_init_find(&it, product, "_id"))
+        return md_error_set(err, MD_EINVAL, MD_CODE_BAD_VALUE, "the product has no _id");
+    bson_t q = BSON_INITIALIZER, u = BSON_INITIALIZER, set;
+    BSON_APPEND_VALUE(&q, "_id", bson_iter_value(&it));
+    md_collection *c = md_db_get_collection(db, "product");
+    bson_t *o = BCON_NEW("upsert", BCON_BOOL(true));
+    int rc = md_collection_replace_one(c, &q, product, o, NULL, err);
+    bson_destroy(o);
+    md_collection_destroy(c);
+    bson_reinit(&q);
+    if (rc == 0) {
+        BSON_APPEND_VALUE(&q, "products._id", bson_iter_value(&it));
+        BSON_APPEND_DOCUMENT_BEGIN(&u, "$set", &set);
+        BSON_APPEND_DOCUMENT(&set, "products.$", product);
+        bson_append_document_end(&u, &set);
+        rc = ap_update(db, "category", &q, &u, false, true, NULL, categories, err);
+    }
+    bson_destroy(&q);
+    bson_destroy(&u);
     return rc;
 }
 

@@ -64,6 +64,22 @@ Test(ap_embed, comments_by_author_and_many_to_many)
         cr_assert_eq(ap_embed_product_categories(t.db, "My Product", &n, &err), 0);
         cr_assert_eq(n, 2);
         cr_assert_eq(ap_embed_product_categories(t.db, "None", &n, &err), MD_NOTFOUND);
+        /* Mutual embedding: saving the product updates each embedded copy. */
+        bson_destroy(PTT_OK(&t, "{\"update\": \"category\", \"updates\": [{\"q\": {\"_id\": "
+                                "{\"$in\": [\"My Category\", \"Other\"]}}, \"u\": {\"$set\": "
+                                "{\"products\": [{\"_id\": \"Zed\"}, {\"_id\": \"My Product\", "
+                                "\"price\": 1}]}}, \"multi\": true}]}"));
+        bson_t *p = BCON_NEW("_id", BCON_UTF8("My Product"), "price", BCON_INT32(2),
+                             "category_ids", "[", BCON_UTF8("My Category"), BCON_UTF8("Other"),
+                             "]");
+        int64_t cats = 0;
+        cr_assert_eq(ap_embed_save_product(t.db, p, &cats, &err), 0, "[%s] %s", t.engine,
+                     err.message);
+        bson_destroy(p);
+        cr_assert_eq(cats, 2);
+        cr_assert_eq(ptt_count(&t, "category", "{\"products\": {\"$elemMatch\": {\"_id\": "
+                                               "\"My Product\", \"price\": 2}}}"), 2);
+        cr_assert_eq(ptt_count(&t, "product", "{\"price\": 2}"), 1);
     }
 }
 
