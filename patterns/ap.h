@@ -89,6 +89,8 @@ typedef struct ap_args {
     const char *engine;    /* the database's engine ("mmapv1", "btree") */
     bool quick;            /* the reduced sizes: a few seconds per use case */
     uint64_t seed;
+    bool no_journal;       /* ap_run_usecase: mmapv1 without its journal, btree
+                            * without its log (build/patterns --no-journal) */
 } ap_args;
 
 /* Record (or overwrite) a metric by name (dropped past AP_MAX_METRICS). */
@@ -137,7 +139,7 @@ ap_verdict ap_usecase_verdict(const ap_usecase *uc, const ap_result *r, int *hel
 
 /*
  * Run one use case on `engine` in a fresh temporary database (journal and
- * log on, as MongoDB 3.x by default; removed after): r is filled.  0 when
+ * log on, as MongoDB 3.x by default, unless a->no_journal; removed after): r is filled.  0 when
  * it ran (r->rc tells whether measure succeeded), negative when the
  * database could not be opened.  a->engine is ignored (engine is used).
  */

@@ -126,10 +126,20 @@ int ap_run_usecase(const ap_usecase *uc, const char *engine, const ap_args *a, a
     snprintf(dir, sizeof dir, "%s/md_ap_XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!mkdtemp(dir))
         return md_error_set(err, MD_EIO, MD_CODE_INTERNAL_ERROR, "mkdtemp %s failed", dir);
-    bson_t *o = BCON_NEW("engine", BCON_UTF8(engine), "mmapv1", "{", "firstFileSize",
-                         BCON_INT32(16 << 20), "}");
-    int rc = md_db_open(dir, o, &db, err);
-    bson_destroy(o);
+    bson_t o = BSON_INITIALIZER, sub;
+    BSON_APPEND_UTF8(&o, "engine", engine);
+    if (strcmp(engine, "mmapv1") == 0) {
+        BSON_APPEND_DOCUMENT_BEGIN(&o, "mmapv1", &sub);
+        BSON_APPEND_INT32(&sub, "firstFileSize", 16 << 20);
+        BSON_APPEND_BOOL(&sub, "journal", !a->no_journal);
+        bson_append_document_end(&o, &sub);
+    } else if (strcmp(engine, "btree") == 0) {
+        BSON_APPEND_DOCUMENT_BEGIN(&o, "btree", &sub);
+        BSON_APPEND_BOOL(&sub, "log", !a->no_journal);
+        bson_append_document_end(&o, &sub);
+    }
+    int rc = md_db_open(dir, &o, &db, err);
+    bson_destroy(&o);
     if (rc) {
         nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
         return rc;

@@ -378,7 +378,7 @@ int main(int argc, char **argv)
         rn_print_verdict(stdout, &run, &run.pat[pi]);
         fflush(stdout);
     }
-    ap_args aargs = {.quick = quick, .seed = seed};
+    ap_args aargs = {.quick = quick, .seed = seed, .no_journal = !journal};
     for (int i = 0; i < nap; i++)
         for (int e = 0; e < run.nengines; e++)
             if (!rn_ap_run_one(&aps[i], run.engine_slot[e], run.engines[e], &aargs))
