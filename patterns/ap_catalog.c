@@ -87,7 +87,7 @@ int ap_catalog_add_album(md_db *db, const char *sku, const char *title, const ch
                             "Part III: Pursuance", "Part IV: Psalm"};
     append_strings(&d, "tracks", tracks, 4);
     bson_append_document_end(&doc, &d);
-    int rc = ap_insert(db, AP_CATALOG_PRODUCTS, &doc, err);
+    int rc = ap_insert(db, AP_CATALOG_PRODUCTS, &doc, NULL, err);
     bson_destroy(&doc);
     return rc;
 }
@@ -106,7 +106,7 @@ int ap_catalog_add_film(md_db *db, const char *sku, const char *title,
     BSON_APPEND_DATE_TIME(&d, "issue_date", issue_ms);
     BSON_APPEND_UTF8(&d, "aspect_ratio", "1.66:1");
     bson_append_document_end(&doc, &d);
-    int rc = ap_insert(db, AP_CATALOG_PRODUCTS, &doc, err);
+    int rc = ap_insert(db, AP_CATALOG_PRODUCTS, &doc, NULL, err);
     bson_destroy(&doc);
     return rc;
 }
@@ -207,12 +207,13 @@ static void plan_rows(ap_result *r, const char *what, const ap_plan *p)
     ap_row_add(r, (double)p->keys_examined, "keys", "%s: keys examined (index %s%s)", what,
                p->index[0] ? p->index : "none", p->sort_in_memory ? ", in-memory sort" : "");
     ap_row_add(r, (double)p->docs_examined, "docs", "%s: documents examined", what);
-    ap_row_add(r, (double)p->returned, "docs", "%s: returned", what);
+    ap_row_add(r, (double)p->n_returned, "docs", "%s: returned", what);
 }
 
-static int catalog_measure(md_db *db, const char *engine, bool quick, ap_result *r,
-                           md_error *err)
+static int catalog_measure(md_db *db, const ap_args *args, ap_result *r, md_error *err)
 {
+    const char *engine = args->engine;
+    bool quick = args->quick;
     int n = quick ? 2000 : 10000, nfilms, nfew;
     int rc = ap_catalog_create_indexes(db, err);
     if (rc || (rc = seed(db, n, &nfilms, &nfew, err)) != 0)
@@ -224,7 +225,7 @@ static int catalog_measure(md_db *db, const char *engine, bool quick, ap_result 
     do {                                                                              \
         f = filter;                                                                   \
         s = sort;                                                                     \
-        rc = ap_explain_find(db, AP_CATALOG_PRODUCTS, f, s, &plan, err);              \
+        rc = ap_explain_find(db, AP_CATALOG_PRODUCTS, f, s, NULL, &plan, err);              \
         bson_destroy(f);                                                              \
         bson_destroy(s);                                                              \
         if (rc)                                                                       \
@@ -241,7 +242,7 @@ static int catalog_measure(md_db *db, const char *engine, bool quick, ap_result 
 #define TITLE(plan, re, opt)                                                          \
     do {                                                                              \
         ap_catalog_title_query(re, opt, &tf, &ts);                                    \
-        rc = ap_explain_find(db, AP_CATALOG_PRODUCTS, &tf, &ts, &plan, err);          \
+        rc = ap_explain_find(db, AP_CATALOG_PRODUCTS, &tf, &ts, NULL, &plan, err);          \
         bson_destroy(&tf);                                                            \
         bson_destroy(&ts);                                                            \
         if (rc)                                                                       \
@@ -270,16 +271,16 @@ static int catalog_measure(md_db *db, const char *engine, bool quick, ap_result 
                  "arrays: their indexes are multikey); genre: %lld keys for %lld albums returned",
                  disc.index, genre.index, actor.index, disc.sort_in_memory,
                  genre.sort_in_memory, actor.sort_in_memory, (long long)genre.keys_examined,
-                 (long long)genre.returned);
+                 (long long)genre.n_returned);
     /* 1: an unanchored regex scans the titles (all films' keys), but in the
      * index: documents are fetched only for the titles that match. */
     bool c1 = hacker.keys_examined >= nfilms && !hacker.collscan &&
-              hacker.docs_examined <= hacker.returned;
+              hacker.docs_examined <= hacker.n_returned;
     ap_claim_set(r, 1, c1,
                  "/.*hacker.*/i over %d films: %lld keys, %lld documents examined, %lld "
                  "returned (index %s)",
                  nfilms, (long long)hacker.keys_examined, (long long)hacker.docs_examined,
-                 (long long)hacker.returned, hacker.index[0] ? hacker.index : "none");
+                 (long long)hacker.n_returned, hacker.index[0] ? hacker.index : "none");
     /* 2: an anchored prefix regex seeks (examines about its matches) --
      * where the title can bound the scan.  In the chapter's index the
      * title comes after the unbounded issue_date, so it only filters
@@ -291,30 +292,30 @@ static int catalog_measure(md_db *db, const char *engine, bool quick, ap_result 
     ap_plan seek, noseek;
     bson_t *q = BCON_NEW("title", "{", "$regex", "^A Few Good.*", "}");
     if (rc == 0)
-        rc = ap_explain_find(db, AP_CATALOG_PRODUCTS, q, NULL, &seek, err);
+        rc = ap_explain_find(db, AP_CATALOG_PRODUCTS, q, NULL, NULL, &seek, err);
     bson_destroy(q);
     q = BCON_NEW("title", "{", "$regex", ".*hacker.*", "$options", "i", "}");
     if (rc == 0)
-        rc = ap_explain_find(db, AP_CATALOG_PRODUCTS, q, NULL, &noseek, err);
+        rc = ap_explain_find(db, AP_CATALOG_PRODUCTS, q, NULL, NULL, &noseek, err);
     bson_destroy(q);
     if (rc)
         return rc;
     plan_rows(r, "{title: /^A Few Good.*/} with an index {title: 1}", &seek);
     plan_rows(r, "{title: /.*hacker.*/i} with an index {title: 1}", &noseek);
-    bool c2 = strcmp(seek.index, "title_1") == 0 && seek.keys_examined <= seek.returned + 1 &&
-              seek.returned == prefix.returned;
+    bool c2 = strcmp(seek.index, "title_1") == 0 && seek.keys_examined <= seek.n_returned + 1 &&
+              seek.n_returned == prefix.n_returned;
     ap_claim_set(r, 2, c2,
                  "on {title: 1}: /^A Few Good.*/ %lld keys for %lld matches, /.*hacker.*/i "
                  "%lld keys of %d products; in the chapter's index (title third, after "
                  "issue_date) the prefix examines %lld keys",
-                 (long long)seek.keys_examined, (long long)seek.returned,
+                 (long long)seek.keys_examined, (long long)seek.n_returned,
                  (long long)noseek.keys_examined, n, (long long)prefix.keys_examined);
     /* 3: case-insensitive defeats the index bounds. */
-    bool c3 = prefix_ci.keys_examined >= nfilms && prefix_ci.returned == prefix.returned;
+    bool c3 = prefix_ci.keys_examined >= nfilms && prefix_ci.n_returned == prefix.n_returned;
     ap_claim_set(r, 3, c3,
                  "/^a few good.*/i: %lld keys examined for %lld matches (case-sensitive "
                  "prefix: %lld keys)",
-                 (long long)prefix_ci.keys_examined, (long long)prefix_ci.returned,
+                 (long long)prefix_ci.keys_examined, (long long)prefix_ci.n_returned,
                  (long long)prefix.keys_examined);
     (void)engine;
     return 0;
@@ -322,18 +323,20 @@ static int catalog_measure(md_db *db, const char *engine, bool quick, ap_result 
 
 const ap_usecase ap_usecase_catalog = {
     .name = "ap_catalog",
-    .title = "Ecommerce: Product Catalog",
-    .section = "Ch.5 pp.75-84",
+    .chapter = "Ch.5 Ecommerce",
+    .title = "Product Catalog",
+    .pages = "pp.75-84",
     .demonstrates = "one polymorphic products collection (details subdocument) searched "
                     "through compound indexes that end in the sort field",
     .nclaims = 4,
     .claims = {
-        "With the sort field last in the compound index, the searches need no in-memory sort",
-        "An unanchored regex (/.*hacker.*/i) cannot seek: it scans every film's title, in "
-        "the index {type, details.issue_date, title}, fetching only the matches",
-        "An anchored, case-sensitive prefix regex (/^A Few Good.*/) uses an index on the "
-        "title to seek directly; an unanchored one scans it",
-        "re.IGNORECASE defeats the index: a case-insensitive prefix scans every key",
+        {"With the sort field last in the compound index, the searches need no in-memory sort",
+         NULL},
+        {"An unanchored regex (/.*hacker.*/i) cannot seek: it scans every film's title, in "
+         "the index {type, details.issue_date, title}, fetching only the matches", NULL},
+        {"An anchored, case-sensitive prefix regex (/^A Few Good.*/) uses an index on the "
+         "title to seek directly; an unanchored one scans it", NULL},
+        {"re.IGNORECASE defeats the index: a case-insensitive prefix scans every key", NULL},
     },
     .measure = catalog_measure,
 };

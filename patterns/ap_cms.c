@@ -90,7 +90,7 @@ int ap_cms_create_node(md_db *db, const char *parent_id, const char *slug, const
     BSON_APPEND_UTF8(&d, "text", text);
     bson_append_document_end(&m, &d);
     bson_append_document_end(&doc, &m);
-    int rc = ap_insert(db, AP_CMS_NODES, &doc, err);
+    int rc = ap_insert(db, AP_CMS_NODES, &doc, NULL, err);
     bson_destroy(&doc);
     if (rc == 0 && nonce)
         bson_oid_copy(&n, nonce);
@@ -108,7 +108,7 @@ int ap_cms_update_text(md_db *db, const char *parent_id, const char *slug,
     bson_t *u = BCON_NEW("$set", "{", "metadata.detail.text", BCON_UTF8(text), "metadata.nonce",
                          BCON_OID(&n), "}");
     int64_t matched = 0;
-    int rc = ap_update(db, AP_CMS_NODES, f, u, false, false, &matched, NULL, NULL, err);
+    int rc = ap_update(db, AP_CMS_NODES, f, u, false, false, NULL, &matched, NULL, NULL, err);
     bson_destroy(u);
     bson_destroy(f);
     if (rc == 0 && matched == 0)
@@ -131,7 +131,7 @@ int ap_cms_add_tags(md_db *db, const char *parent_id, const char *slug,
     bson_append_document_end(&a, &t);
     bson_append_document_end(&u, &a);
     int64_t matched = 0;
-    int rc = ap_update(db, AP_CMS_NODES, f, &u, false, false, &matched, NULL, NULL, err);
+    int rc = ap_update(db, AP_CMS_NODES, f, &u, false, false, NULL, &matched, NULL, NULL, err);
     bson_destroy(&u);
     bson_destroy(f);
     if (rc == 0 && matched == 0)
@@ -168,7 +168,7 @@ static int upload(md_db *db, const bson_t *metadata, const char *filename, const
     bson_t *filter = bson_new();
     BSON_APPEND_VALUE(filter, "_id", &fid);
     bson_t *u = BCON_NEW("$set", "{", "metadata.locked", BCON_NULL, "}");
-    rc = ap_update(db, FILES, filter, u, false, false, NULL, NULL, NULL, err);
+    rc = ap_update(db, FILES, filter, u, false, false, NULL, NULL, NULL, NULL, err);
     bson_destroy(u);
     bson_destroy(filter);
     if (rc == 0 && id && fid.value_type == BSON_TYPE_OID)
@@ -318,8 +318,10 @@ md_cursor *ap_cms_blog_feed(md_db *db, const char *parent_id, int64_t now_ms)
 
 /* ---- the measurement ----------------------------------------------------------- */
 
-static int cms_measure(md_db *db, const char *engine, bool quick, ap_result *r, md_error *err)
+static int cms_measure(md_db *db, const ap_args *args, ap_result *r, md_error *err)
 {
+    const char *engine = args->engine;
+    bool quick = args->quick;
     int rc = ap_cms_create_indexes(db, err);
     const char *tags[] = {"news", "musings"};
     int64_t now = pt_now_ms();
@@ -353,14 +355,14 @@ static int cms_measure(md_db *db, const char *engine, bool quick, ap_result *r, 
     bson_t *f = BCON_NEW("metadata.parent_id", "my-blog", "metadata.published", "{", "$lt",
                          BCON_DATE_TIME(now), "}");
     bson_t *s = BCON_NEW("metadata.published", BCON_INT32(-1));
-    rc = ap_explain_find(db, AP_CMS_NODES, f, s, &feed, err);
+    rc = ap_explain_find(db, AP_CMS_NODES, f, s, NULL, &feed, err);
     bson_destroy(s);
     bson_destroy(f);
     if (rc)
         return rc;
     ap_row_add(r, (double)feed.keys_examined, "keys", "blog feed: keys examined (index %s%s)",
                feed.index, feed.sort_in_memory ? ", in-memory sort" : "");
-    ap_row_add(r, (double)feed.returned, "docs", "blog feed: posts returned of %d nodes", nposts);
+    ap_row_add(r, (double)feed.n_returned, "docs", "blog feed: posts returned of %d nodes", nposts);
 
     /* Photos through GridFS: a 1 MB + 1 photo, uploaded, read back,
      * replaced. */
@@ -372,7 +374,7 @@ static int cms_measure(md_db *db, const char *engine, bool quick, ap_result *r, 
         photo[i] = (unsigned char)(i * 2654435761u >> 13);
     ap_counters c0, c1;
     bson_oid_t pid;
-    int64_t t = ap_now_ns();
+    double t = ap_now_s();
     size_t blen = 0;
     if ((rc = ap_counters_read(db, &c0, err)) ||
         (rc = ap_cms_upload_photo(db, "gallery", "2012-03-invisible-bicycle", "Kitteh", photo,
@@ -381,11 +383,11 @@ static int cms_measure(md_db *db, const char *engine, bool quick, ap_result *r, 
         free(photo);
         return rc;
     }
-    double up_s = (double)(ap_now_ns() - t) / 1e9;
-    t = ap_now_ns();
+    double up_s = ap_now_s() - t;
+    t = ap_now_s();
     rc = ap_cms_read_photo(db, "gallery", "2012-03-invisible-bicycle", (void **)&back, &blen,
                            err);
-    double down_s = (double)(ap_now_ns() - t) / 1e9;
+    double down_s = ap_now_s() - t;
     bool exact = rc == 0 && blen == len && memcmp(back, photo, len) == 0;
     free(back);
     int64_t chunks = 0;
@@ -430,7 +432,7 @@ static int cms_measure(md_db *db, const char *engine, bool quick, ap_result *r, 
     ap_claim_set(r, 3,
                  strcmp(feed.index, "metadata.parent_id_1_metadata.published_-1") == 0 &&
                      !feed.sort_in_memory,
-                 "%lld posts through %s, %s", (long long)feed.returned, feed.index,
+                 "%lld posts through %s, %s", (long long)feed.n_returned, feed.index,
                  feed.sort_in_memory ? "sorted in memory" : "in index order");
     (void)engine;
     return 0;
@@ -438,19 +440,20 @@ static int cms_measure(md_db *db, const char *engine, bool quick, ap_result *r, 
 
 const ap_usecase ap_usecase_cms = {
     .name = "ap_cms",
-    .title = "CMS: Metadata and Asset Management",
-    .section = "Ch.6 pp.101-111",
+    .chapter = "Ch.6 Content Management Systems",
+    .title = "Metadata and Asset Management",
+    .pages = "pp.101-111",
     .demonstrates = "polymorphic nodes edited under an optimistic nonce; photos in GridFS "
                     "with node-shaped metadata",
     .nclaims = 4,
     .claims = {
-        "The nonce detects a lost update: an edit from a stale read matches nothing "
-        "(updatedExisting false)",
-        "The unique {metadata.parent_id, metadata.slug} index prevents duplicate slugs",
-        "GridFS splits a photo into 256 kB chunks and reads it back whole; replacing it "
-        "deletes the old chunks",
-        "The recent-posts feed is served by {metadata.parent_id, metadata.published: -1} "
-        "without an in-memory sort",
+        {"The nonce detects a lost update: an edit from a stale read matches nothing "
+         "(updatedExisting false)", NULL},
+        {"The unique {metadata.parent_id, metadata.slug} index prevents duplicate slugs", NULL},
+        {"GridFS splits a photo into 256 kB chunks and reads it back whole; replacing it "
+         "deletes the old chunks", NULL},
+        {"The recent-posts feed is served by {metadata.parent_id, metadata.published: -1} "
+         "without an in-memory sort", NULL},
     },
     .measure = cms_measure,
 };

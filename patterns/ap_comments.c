@@ -61,7 +61,7 @@ int ap_comments_create_node(md_db *db, const bson_oid_t *node, md_error *err)
 {
     bson_t *doc = BCON_NEW("_id", BCON_OID(node), "metadata", "{", "type", "blog-entry",
                            "comments", "[", "]", "}", "num_comment_pages", BCON_INT32(0));
-    int rc = ap_insert(db, AP_COMMENT_NODES, doc, err);
+    int rc = ap_insert(db, AP_COMMENT_NODES, doc, NULL, err);
     bson_destroy(doc);
     return rc;
 }
@@ -127,7 +127,7 @@ int ap_comments_post_doc(md_db *db, const bson_oid_t *node, const char *parent_s
                            BCON_UTF8(full_slug), "posted", BCON_DATE_TIME(posted_ms), "author",
                            "{", "id", BCON_INT32(0), "name", BCON_UTF8(author), "}", "text",
                            BCON_UTF8(text));
-    int rc = ap_insert(db, AP_COMMENTS, doc, err);
+    int rc = ap_insert(db, AP_COMMENTS, doc, NULL, err);
     bson_destroy(doc);
     if (rc == 0 && slug_out)
         snprintf(slug_out, AP_COMMENT_SLUG_MAX, "%s", slug);
@@ -179,7 +179,7 @@ int ap_comments_post_embedded(md_db *db, const bson_oid_t *node, const char *slu
     bson_t *filter = BCON_NEW("_id", BCON_OID(node));
     bson_t *update = BCON_NEW("$push", "{", "metadata.comments", BCON_DOCUMENT(c), "}");
     int64_t matched = 0;
-    int rc = ap_update(db, AP_COMMENT_NODES, filter, update, false, false, &matched, NULL,
+    int rc = ap_update(db, AP_COMMENT_NODES, filter, update, false, false, NULL, &matched, NULL,
                        NULL, err);
     if (rc == 0 && matched == 0)
         rc = md_error_set(err, MD_NOTFOUND, MD_CODE_NO_SUCH_KEY, "no such node");
@@ -281,7 +281,7 @@ int ap_comments_post_embedded_threaded(md_db *db, const bson_oid_t *node, const 
     bson_t *filter = BCON_NEW("_id", BCON_OID(node));
     bson_t *update = BCON_NEW("$push", "{", field, BCON_DOCUMENT(c), "}");
     int64_t matched = 0;
-    int rc = ap_update(db, AP_COMMENT_NODES, filter, update, false, false, &matched, NULL,
+    int rc = ap_update(db, AP_COMMENT_NODES, filter, update, false, false, NULL, &matched, NULL,
                        NULL, err);
     if (rc == 0 && matched == 0)
         rc = md_error_set(err, MD_NOTFOUND, MD_CODE_NO_SUCH_KEY, "no such node");
@@ -342,7 +342,7 @@ int ap_comments_post_bucket(md_db *db, const bson_oid_t *node, int64_t *num_page
     bson_t *filter = BCON_NEW("node_id", BCON_OID(node), "page", BCON_INT64(*num_pages),
                               "count", "{", "$lt", BCON_INT32(AP_COMMENTS_PER_PAGE), "}");
     int64_t matched = 0;
-    int rc = ap_update(db, AP_COMMENT_PAGES, filter, update, false, false, &matched, NULL,
+    int rc = ap_update(db, AP_COMMENT_PAGES, filter, update, false, false, NULL, &matched, NULL,
                        NULL, err);
     bson_destroy(filter);
     if (rc == 0 && matched == 0) {
@@ -351,12 +351,14 @@ int ap_comments_post_bucket(md_db *db, const bson_oid_t *node, int64_t *num_page
          * page, creating it, without the count guard. */
         filter = BCON_NEW("_id", BCON_OID(node), "num_comment_pages", BCON_INT64(*num_pages));
         bson_t *bump = BCON_NEW("$inc", "{", "num_comment_pages", BCON_INT32(1), "}");
-        rc = ap_update(db, AP_COMMENT_NODES, filter, bump, false, false, NULL, NULL, NULL, err);
+        rc = ap_update(db, AP_COMMENT_NODES, filter, bump, false, false, NULL, NULL, NULL, NULL,
+                       err);
         bson_destroy(bump);
         bson_destroy(filter);
         if (rc == 0) {
             filter = BCON_NEW("node_id", BCON_OID(node), "page", BCON_INT64(*num_pages + 1));
             rc = ap_update(db, AP_COMMENT_PAGES, filter, update, true, false, NULL, NULL, NULL,
+                           NULL,
                            err);
             bson_destroy(filter);
             if (rc == 0)
@@ -497,7 +499,7 @@ static int measure_one(md_db *db, int approach, int n, int reps, cost *out, md_e
     char first[64];
     out->page_us = out->link_us = 1e18;
     for (int batch = 0; batch < 5 && rc == 0; batch++) {
-        int64_t t = ap_now_ns();
+        double t = ap_now_s();
         for (int r = 0; r < reps && rc == 0; r++) {
             rc = approach == DOC        ? ap_comments_page_doc(db, &node, false, skip, 10, &got,
                                                                first, err)
@@ -510,10 +512,10 @@ static int measure_one(md_db *db, int approach, int n, int reps, cost *out, md_e
                                   "%s: a page of %lld comments at %lld of %d",
                                   approach_name[approach], (long long)got, (long long)skip, n);
         }
-        double us = (double)(ap_now_ns() - t) / 1e3 / reps;
+        double us = (ap_now_s() - t) * 1e6 / reps;
         if (us < out->page_us)
             out->page_us = us;
-        t = ap_now_ns();
+        t = ap_now_s();
         for (int r = 0; r < reps && rc == 0; r++) {
             bson_t c;
             rc = approach == DOC        ? ap_comments_link_doc(db, &node, mid_slug, &c, err)
@@ -527,16 +529,17 @@ static int measure_one(md_db *db, int approach, int n, int reps, cost *out, md_e
                                   approach_name[approach]);
             bson_destroy(&c);
         }
-        us = (double)(ap_now_ns() - t) / 1e3 / reps;
+        us = (ap_now_s() - t) * 1e6 / reps;
         if (us < out->link_us)
             out->link_us = us;
     }
     return rc;
 }
 
-static int comments_measure(md_db *db, const char *engine, bool quick, ap_result *r,
-                            md_error *err)
+static int comments_measure(md_db *db, const ap_args *args, ap_result *r, md_error *err)
 {
+    const char *engine = args->engine;
+    bool quick = args->quick;
     static const int sizes[] = {10, 100, 1000};
     cost c[3][NAPPROACH];
     int reps = quick ? 10 : 100; /* per batch */
@@ -584,17 +587,19 @@ static int comments_measure(md_db *db, const char *engine, bool quick, ap_result
 
 const ap_usecase ap_usecase_comments = {
     .name = "ap_comments",
-    .title = "CMS: Storing Comments",
-    .section = "Ch.6 pp.111-120",
+    .chapter = "Ch.6 Content Management Systems",
+    .title = "Storing Comments",
+    .pages = "pp.111-120",
     .demonstrates = "one document per comment, all embedded, or hybrid pages of ~100: "
                     "write against read cost",
     .nclaims = 4,
     .claims = {
-        "Embedding all comments gives the greatest possible performance for displaying them",
-        "Hybrid pages of ~100 comments perform almost the same as embedding",
-        "An embedded comment's write cost grows with the discussion (the document grows; "
-        "moves on MMAPv1); one document per comment does not",
-        "Pages of ~100 bound the write cost of a long discussion",
+        {"Embedding all comments gives the greatest possible performance for displaying them",
+         NULL},
+        {"Hybrid pages of ~100 comments perform almost the same as embedding", NULL},
+        {"An embedded comment's write cost grows with the discussion (the document grows; "
+         "moves on MMAPv1); one document per comment does not", NULL},
+        {"Pages of ~100 bound the write cost of a long discussion", NULL},
     },
     .measure = comments_measure,
 };

@@ -30,7 +30,7 @@ static int insert_json(md_db *db, const char *coll, const char *json, md_error *
     bson_t doc;
     int rc = md_json_parse(json, -1, &doc, err);
     if (rc == 0)
-        rc = ap_insert(db, coll, &doc, err);
+        rc = ap_insert(db, coll, &doc, NULL, err);
     bson_destroy(&doc);
     return rc;
 }
@@ -120,7 +120,7 @@ int ap_gaming_seed(md_db *db, bson_oid_t *tim, bson_oid_t *shopkeeper, bson_oid_
         bson_t up, *f = BCON_NEW("_id", "maze-1");
         rc = md_json_parse(json, -1, &up, err);
         if (rc == 0)
-            rc = ap_update(db, AP_GAME_LOCATION, f, &up, false, false, NULL, NULL, NULL, err);
+            rc = ap_update(db, AP_GAME_LOCATION, f, &up, false, false, NULL, NULL, NULL, NULL, err);
         bson_destroy(&up);
         bson_destroy(f);
     }
@@ -192,7 +192,7 @@ static int pick_up(md_db *db, const bson_t *character, const bson_oid_t *char_id
     bson_t *f = BCON_NEW("_id", BCON_UTF8(loc), "inventory.id", BCON_OID(item_id));
     bson_t *u = BCON_NEW("$pull", "{", "inventory", "{", "id", BCON_OID(item_id), "}", "}");
     int64_t matched = 0;
-    int rc = ap_update(db, AP_GAME_LOCATION, f, u, false, false, &matched, NULL, NULL, err);
+    int rc = ap_update(db, AP_GAME_LOCATION, f, u, false, false, NULL, &matched, NULL, NULL, err);
     bson_destroy(u);
     bson_destroy(f);
     if (rc == 0 && matched == 0)
@@ -202,7 +202,7 @@ static int pick_up(md_db *db, const bson_t *character, const bson_oid_t *char_id
         f = BCON_NEW("_id", BCON_OID(char_id));
         u = BCON_NEW("$push", "{", "inventory", BCON_DOCUMENT(&item), "}", "$pull", "{",
                      "location.inventory", "{", "id", BCON_OID(item_id), "}", "}");
-        rc = ap_update(db, AP_GAME_CHARACTER, f, u, false, false, NULL, NULL, NULL, err);
+        rc = ap_update(db, AP_GAME_CHARACTER, f, u, false, false, NULL, NULL, NULL, NULL, err);
         bson_destroy(u);
         bson_destroy(f);
     }
@@ -235,7 +235,7 @@ int ap_gaming_move_to_active(md_db *db, const bson_oid_t *character,
     bson_t *f = BCON_NEW("_id", BCON_OID(container), "inventory.id", BCON_OID(item));
     bson_t *u = BCON_NEW("$pull", "{", "inventory", "{", "id", BCON_OID(item), "}", "}");
     int64_t matched = 0;
-    rc = ap_update(db, AP_GAME_ITEM, f, u, false, false, &matched, NULL, NULL, err);
+    rc = ap_update(db, AP_GAME_ITEM, f, u, false, false, NULL, &matched, NULL, NULL, err);
     bson_destroy(u);
     bson_destroy(f);
     if (rc == 0 && matched == 0)
@@ -244,14 +244,14 @@ int ap_gaming_move_to_active(md_db *db, const bson_oid_t *character,
     if (rc == 0) {
         f = BCON_NEW("_id", BCON_OID(character));
         u = BCON_NEW("$push", "{", "inventory", BCON_DOCUMENT(&entry), "}");
-        rc = ap_update(db, AP_GAME_CHARACTER, f, u, false, false, NULL, NULL, NULL, err);
+        rc = ap_update(db, AP_GAME_CHARACTER, f, u, false, false, NULL, NULL, NULL, NULL, err);
         bson_destroy(u);
         bson_destroy(f);
     }
     if (rc == 0) {
         f = BCON_NEW("_id", BCON_OID(character), "inventory.id", BCON_OID(container));
         u = BCON_NEW("$pull", "{", "inventory.$.inventory", "{", "id", BCON_OID(item), "}", "}");
-        rc = ap_update(db, AP_GAME_CHARACTER, f, u, false, false, NULL, NULL, NULL, err);
+        rc = ap_update(db, AP_GAME_CHARACTER, f, u, false, false, NULL, NULL, NULL, NULL, err);
         bson_destroy(u);
         bson_destroy(f);
     }
@@ -284,7 +284,7 @@ int ap_gaming_move(md_db *db, const bson_oid_t *character, const char *direction
         return rc;
     bson_t *f = BCON_NEW("_id", BCON_UTF8(from));
     bson_t *u = BCON_NEW("$pull", "{", "players", "{", "id", BCON_OID(character), "}", "}");
-    rc = ap_update(db, AP_GAME_LOCATION, f, u, false, false, NULL, NULL, NULL, err);
+    rc = ap_update(db, AP_GAME_LOCATION, f, u, false, false, NULL, NULL, NULL, NULL, err);
     bson_destroy(u);
     bson_destroy(f);
     if (rc)
@@ -309,7 +309,7 @@ int ap_gaming_move(md_db *db, const bson_oid_t *character, const char *direction
             bson_init_static(&room, data, len);
             f = BCON_NEW("_id", BCON_OID(character));
             u = BCON_NEW("$set", "{", "location", BCON_DOCUMENT(&room), "}");
-            rc = ap_update(db, AP_GAME_CHARACTER, f, u, false, false, NULL, NULL, NULL, err);
+            rc = ap_update(db, AP_GAME_CHARACTER, f, u, false, false, NULL, NULL, NULL, NULL, err);
             bson_destroy(u);
             bson_destroy(f);
         } else {
@@ -324,7 +324,7 @@ static int inc_gold(md_db *db, const bson_oid_t *id, int64_t delta, md_error *er
 {
     bson_t *f = BCON_NEW("_id", BCON_OID(id));
     bson_t *u = BCON_NEW("$inc", "{", "gold", BCON_INT64(delta), "}");
-    int rc = ap_update(db, AP_GAME_CHARACTER, f, u, false, false, NULL, NULL, NULL, err);
+    int rc = ap_update(db, AP_GAME_CHARACTER, f, u, false, false, NULL, NULL, NULL, NULL, err);
     bson_destroy(u);
     bson_destroy(f);
     return rc;
@@ -350,7 +350,7 @@ int ap_gaming_buy(md_db *db, const bson_oid_t *character, const bson_oid_t *shop
     f = BCON_NEW("_id", BCON_OID(character), "gold", "{", "$gte", BCON_INT64(price), "}");
     bson_t *u = BCON_NEW("$inc", "{", "gold", BCON_INT64(-price), "}");
     int64_t matched = 0;
-    rc = ap_update(db, AP_GAME_CHARACTER, f, u, false, false, &matched, NULL, NULL, err);
+    rc = ap_update(db, AP_GAME_CHARACTER, f, u, false, false, NULL, &matched, NULL, NULL, err);
     bson_destroy(u);
     bson_destroy(f);
     if (rc == 0 && matched == 0)
@@ -431,8 +431,8 @@ typedef struct upd_cost {
 static int measure_kind(md_db *db, int kind, int n, const bson_oid_t *tim, upd_cost *out,
                         md_error *err)
 {
-    ap_counters a, b;
-    int rc = ap_coll_counters_read(db, AP_GAME_CHARACTER, &a, err);
+    ap_coll_stats a, b;
+    int rc = ap_coll_stats_get(db, AP_GAME_CHARACTER, &a, err);
     static const char *const dirs[] = {"n", "e", "s"};
     for (int i = 0; i < n && rc == 0; i++) {
         if (kind == 0) { /* the gold changes hands: $inc, the same size */
@@ -441,43 +441,41 @@ static int measure_kind(md_db *db, int kind, int n, const bson_oid_t *tim, upd_c
             bson_t *f = BCON_NEW("_id", BCON_OID(tim));
             bson_t *u = BCON_NEW("$inc", "{", "character.health", BCON_INT32(i % 2 ? 3 : -3),
                                  "character.mana", BCON_INT32(i % 2 ? -1 : 1), "}");
-            rc = ap_update(db, AP_GAME_CHARACTER, f, u, false, false, NULL, NULL, NULL, err);
+            rc = ap_update(db, AP_GAME_CHARACTER, f, u, false, false, NULL, NULL, NULL, NULL, err);
             bson_destroy(u);
             bson_destroy(f);
         } else {
             rc = ap_gaming_move(db, tim, dirs[i % 3], err);
         }
     }
-    if (rc || (rc = ap_coll_counters_read(db, AP_GAME_CHARACTER, &b, err)))
+    if (rc || (rc = ap_coll_stats_get(db, AP_GAME_CHARACTER, &b, err)))
         return rc;
-    ap_counters d = ap_counters_diff(&a, &b);
-    out->n = d.updates ? d.updates : n; /* the character's own updates */
-    out->bytes = (double)d.bytes_written / (double)out->n;
-    out->in_place = d.in_place;
-    out->moves = d.moves;
+    int64_t updates = b.updates - a.updates;
+    out->n = updates ? updates : n; /* the character's own updates */
+    out->bytes = (double)(b.bytes_written - a.bytes_written) / (double)out->n;
+    out->in_place = b.in_place - a.in_place;
+    out->moves = b.coll_moves - a.coll_moves;
     return 0;
 }
 
-static int gaming_measure(md_db *db, const char *engine, bool quick, ap_result *r,
-                          md_error *err)
+static int gaming_measure(md_db *db, const ap_args *args, ap_result *r, md_error *err)
 {
+    const char *engine = args->engine;
+    bool quick = args->quick;
     bson_oid_t tim, shop, scroll, backpack, potion;
     int n = quick ? 300 : 3000;
     int rc = ap_gaming_seed(db, &tim, &shop, &scroll, &backpack, &potion, err);
     if (rc)
         return rc;
-    bson_value_t id = {.value_type = BSON_TYPE_OID};
-    bson_oid_copy(&tim, &id.value.v_oid);
-    int64_t size = 0;
-    if ((rc = ap_doc_size(db, AP_GAME_CHARACTER, &id, &size, err)))
-        return rc;
+    bson_t *f = BCON_NEW("_id", BCON_OID(&tim));
+    int64_t size = ap_doc_size(db, AP_GAME_CHARACTER, f);
     ap_row_add(r, (double)size, "B", "the character document");
     ap_plan read;
-    bson_t *f = BCON_NEW("_id", BCON_OID(&tim));
-    rc = ap_explain_find(db, AP_GAME_CHARACTER, f, NULL, &read, err);
-    bson_destroy(f);
-    if (rc)
+    rc = ap_explain_find(db, AP_GAME_CHARACTER, f, NULL, NULL, &read, err);
+    if (rc) {
+        bson_destroy(f);
         return rc;
+    }
     ap_row_add(r, (double)read.docs_examined, "docs", "a turn's read: documents examined");
 
     /* The game's rules on this engine: a race for one scroll, a purchase
@@ -500,9 +498,10 @@ static int gaming_measure(md_db *db, const char *engine, bool quick, ap_result *
                    (long long)c[k].n);
         ap_row_add(r, (double)c[k].moves, "", "%s: moves", kinds[k]);
     }
+    if (rc == 0)
+        size = ap_doc_size(db, AP_GAME_CHARACTER, f);
+    bson_destroy(f);
     if (rc)
-        return rc;
-    if ((rc = ap_doc_size(db, AP_GAME_CHARACTER, &id, &size, err)))
         return rc;
     bool mmap = strcmp(engine, "mmapv1") == 0;
     ap_claim_set(r, 0, read.docs_examined == 1,
@@ -530,19 +529,20 @@ static int gaming_measure(md_db *db, const char *engine, bool quick, ap_result *
 
 const ap_usecase ap_usecase_gaming = {
     .name = "ap_gaming",
-    .title = "Online Gaming: character state",
-    .section = "Ch.9 pp.141-151",
+    .chapter = "Ch.9 Online Gaming",
+    .title = "Character State",
+    .pages = "pp.141-151",
     .demonstrates = "everything a turn shows in one character document; its updates in "
                     "place (mmapv1) or rewritten whole (btree)",
     .nclaims = 4,
     .claims = {
-        "A turn reads one character document (room and inventory included) by _id",
-        "A size-preserving $inc updates the character in place on MMAPv1 (only the changed "
-        "bytes written); the WiredTiger-like btree rewrites the whole document",
-        "Moving to another room $sets a whole subdocument of another size: the character "
-        "document is rewritten whole (and may move on MMAPv1)",
-        "Checking the item is still in the room before pulling it lets only one player pick "
-        "it up",
+        {"A turn reads one character document (room and inventory included) by _id", NULL},
+        {"A size-preserving $inc updates the character in place on MMAPv1 (only the changed "
+         "bytes written); the WiredTiger-like btree rewrites the whole document", NULL},
+        {"Moving to another room $sets a whole subdocument of another size: the character "
+         "document is rewritten whole (and may move on MMAPv1)", NULL},
+        {"Checking the item is still in the room before pulling it lets only one player pick "
+         "it up", NULL},
     },
     .measure = gaming_measure,
 };

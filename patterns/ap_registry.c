@@ -7,17 +7,21 @@
 #include "ap.h"
 
 const ap_usecase *const ap_usecases[] = {
-    /* Ch.5 */
-    &ap_usecase_catalog,
-    &ap_usecase_category,
-    /* Ch.6 */
-    &ap_usecase_cms,
-    &ap_usecase_comments,
-    /* Ch.7 */
-    &ap_usecase_ads,
-    /* Ch.8 */
-    &ap_usecase_social,
-    /* Ch.9 */
-    &ap_usecase_gaming,
+    /* Part I: design rules */
+    &ap_usecase_embed,        /* ch.1 */
+    &ap_usecase_polymorphic,  /* ch.2 */
+    &ap_usecase_txn,          /* ch.3 */
+    /* Part II: use cases */
+    &ap_usecase_logs,         /* ch.4 */
+    &ap_usecase_preagg,       /* ch.4 */
+    &ap_usecase_hieragg,      /* ch.4 */
+    &ap_usecase_catalog,      /* ch.5 */
+    &ap_usecase_category,     /* ch.5 */
+    &ap_usecase_inventory,    /* ch.5 (the 2.6 edition's) */
+    &ap_usecase_cms,          /* ch.6 */
+    &ap_usecase_comments,     /* ch.6 */
+    &ap_usecase_ads,          /* ch.7 */
+    &ap_usecase_social,       /* ch.8 */
+    &ap_usecase_gaming,       /* ch.9 */
     NULL,
 };

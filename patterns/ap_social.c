@@ -56,7 +56,7 @@ int ap_social_create_user(md_db *db, const char *id, const char *name, md_error 
 {
     bson_t *doc = BCON_NEW("_id", BCON_UTF8(id), "name", BCON_UTF8(name), "profile", "{", "}",
                            "followers", "{", "}", "circles", "{", "}", "blocked", "[", "]");
-    int rc = ap_insert(db, AP_SOCIAL_USER, doc, err);
+    int rc = ap_insert(db, AP_SOCIAL_USER, doc, NULL, err);
     bson_destroy(doc);
     return rc;
 }
@@ -77,7 +77,8 @@ static int update_user(md_db *db, const char *id, bson_t *extra_filter, bson_t *
     BSON_APPEND_UTF8(&filter, "_id", id);
     if (extra_filter)
         bson_concat(&filter, extra_filter);
-    int rc = ap_update(db, AP_SOCIAL_USER, &filter, update, false, false, NULL, NULL, NULL, err);
+    int rc = ap_update(db, AP_SOCIAL_USER, &filter, update, false, false, NULL, NULL, NULL, NULL,
+                       err);
     bson_destroy(&filter);
     bson_destroy(update);
     if (extra_filter)
@@ -138,7 +139,7 @@ int ap_social_ensure_month(md_db *db, const char *user_id, const char *month, md
     for (int i = 0; i < 2; i++) {
         bson_t *filter = BCON_NEW("user_id", BCON_UTF8(user_id), "month", BCON_UTF8(month));
         bson_t *update = BCON_NEW("$setOnInsert", "{", "posts", "[", "]", "}");
-        int rc = ap_update(db, colls[i], filter, update, true, false, NULL, NULL, NULL, err);
+        int rc = ap_update(db, colls[i], filter, update, true, false, NULL, NULL, NULL, NULL, err);
         bson_destroy(update);
         bson_destroy(filter);
         if (rc)
@@ -216,7 +217,7 @@ static int append_post(md_db *db, const char *coll, idset *dest, const char *mon
     bson_append_document_end(&filter, &in);
     BSON_APPEND_UTF8(&filter, "month", month);
     bson_t *update = BCON_NEW("$push", "{", "posts", BCON_DOCUMENT(post), "}");
-    int rc = ap_update(db, coll, &filter, update, false, true, NULL, modified, NULL, err);
+    int rc = ap_update(db, coll, &filter, update, false, true, NULL, NULL, modified, NULL, err);
     bson_destroy(update);
     bson_destroy(&filter);
     return rc;
@@ -271,7 +272,7 @@ int ap_social_post(md_db *db, const char *user, const char *dest_user, const cha
                             BCON_UTF8(user), "name", BCON_UTF8(name), "}", "circles",
                             BCON_ARRAY(&carr), "type", "status", "detail", "{", "text",
                             BCON_UTF8(text), "}", "comments", "[", "]");
-    rc = ap_insert(db, AP_SOCIAL_POST, post, err);
+    rc = ap_insert(db, AP_SOCIAL_POST, post, NULL, err);
     bson_destroy(post);
     /* The cached copy for walls and feeds. */
     post = BCON_NEW("id", BCON_OID(&id), "ts", BCON_DATE_TIME(ts), "by", "{", "id",
@@ -327,7 +328,7 @@ int ap_social_comment(md_db *db, const bson_oid_t *post_id, const char *by, cons
     bson_t *filter = BCON_NEW("_id", BCON_OID(post_id));
     bson_t *update = BCON_NEW("$push", "{", "comments", BCON_DOCUMENT(c), "}");
     int64_t matched = 0;
-    int rc = ap_update(db, AP_SOCIAL_POST, filter, update, false, false, &matched, NULL, NULL,
+    int rc = ap_update(db, AP_SOCIAL_POST, filter, update, false, false, NULL, &matched, NULL, NULL,
                        err);
     bson_destroy(update);
     bson_destroy(filter);
@@ -338,7 +339,7 @@ int ap_social_comment(md_db *db, const bson_oid_t *post_id, const char *by, cons
         filter = BCON_NEW("posts.id", BCON_OID(post_id));
         update = BCON_NEW("$push", "{", "posts.$.comments", BCON_DOCUMENT(c), "}", "$inc", "{",
                           "posts.$.comments_shown", BCON_INT32(1), "}");
-        rc = ap_update(db, colls[i], filter, update, false, true, NULL, NULL, NULL, err);
+        rc = ap_update(db, colls[i], filter, update, false, true, NULL, NULL, NULL, NULL, err);
         bson_destroy(update);
         bson_destroy(filter);
     }
@@ -358,7 +359,7 @@ int ap_social_truncate_comments(md_db *db, int64_t *modified, md_error *err)
                                       BCON_INT32(AP_COMMENTS_SHOWN), "}");
             bson_t *update = BCON_NEW("$pop", "{", "posts.$.comments", BCON_INT32(-1), "}",
                                       "$inc", "{", "posts.$.comments_shown", BCON_INT32(-1), "}");
-            rc = ap_update(db, colls[i], filter, update, false, true, NULL, &n, NULL, err);
+            rc = ap_update(db, colls[i], filter, update, false, true, NULL, NULL, &n, NULL, err);
             bson_destroy(update);
             bson_destroy(filter);
             total += n;
@@ -422,9 +423,10 @@ static int news_size(md_db *db, const char *user, const char *month, int64_t *si
     return rc;
 }
 
-static int social_measure(md_db *db, const char *engine, bool quick, ap_result *r,
-                          md_error *err)
+static int social_measure(md_db *db, const ap_args *args, ap_result *r, md_error *err)
 {
+    const char *engine = args->engine;
+    bool quick = args->quick;
     static const int fans[] = {10, 100, 1000};
     const char *month = "201204";
     int posts = quick ? 10 : 20;
@@ -449,11 +451,12 @@ static int social_measure(md_db *db, const char *engine, bool quick, ap_result *
         ap_counters c0, c1;
         if (rc || (rc = ap_counters_read(db, &c0, err)))
             break;
-        int64_t t = ap_now_ns(), fanout = 0;
+        double t = ap_now_s();
+        int64_t fanout = 0;
         for (int p = 0; p < posts && rc == 0; p++)
             rc = ap_social_post(db, author, author, month, "Loving MongoDB", pub, 1, &fanout,
                                 NULL, err);
-        double us = (double)(ap_now_ns() - t) / 1e3;
+        double us = (ap_now_s() - t) * 1e6;
         if (rc || (rc = ap_counters_read(db, &c1, err)))
             break;
         ap_counters d = ap_counters_diff(&c0, &c1);
@@ -508,7 +511,7 @@ static int social_measure(md_db *db, const char *engine, bool quick, ap_result *
     ap_plan feed;
     bson_t *f = BCON_NEW("user_id", BCON_UTF8(solo), "month", "{", "$lte", BCON_UTF8(month), "}");
     bson_t *so = BCON_NEW("month", BCON_INT32(-1));
-    rc = ap_explain_find(db, AP_SOCIAL_NEWS, f, so, &feed, err);
+    rc = ap_explain_find(db, AP_SOCIAL_NEWS, f, so, NULL, &feed, err);
     bson_destroy(so);
     bson_destroy(f);
     if (rc)
@@ -556,18 +559,19 @@ static int social_measure(md_db *db, const char *engine, bool quick, ap_result *
 
 const ap_usecase ap_usecase_social = {
     .name = "ap_social",
-    .title = "Social Networking: fan-out on write",
-    .section = "Ch.8 pp.129-139",
+    .chapter = "Ch.8 Social Networking",
+    .title = "Fan-out on Write",
+    .pages = "pp.129-139",
     .demonstrates = "a post copied into every follower's monthly news document by one "
                     "multi update, so a feed page is one read",
     .nclaims = 3,
     .claims = {
-        "Fan-out on write: a post costs one cached copy per follower, the same per follower "
-        "whether there are 10 or 1,000",
-        "Reading the news feed loads one document per month ({user_id, month} index, no sort "
-        "in memory)",
-        "The monthly bucket grows with every post it receives; comments cached in it are "
-        "truncated to the last few to bound it",
+        {"Fan-out on write: a post costs one cached copy per follower, the same per follower "
+         "whether there are 10 or 1,000", NULL},
+        {"Reading the news feed loads one document per month ({user_id, month} index, no sort "
+         "in memory)", NULL},
+        {"The monthly bucket grows with every post it receives; comments cached in it are "
+         "truncated to the last few to bound it", NULL},
     },
     .measure = social_measure,
 };

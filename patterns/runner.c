@@ -7,9 +7,10 @@
  * 3.0/3.2 ran by default), pt_run_scenario runs it on a fresh database;
  * this prints each table beside the book's figures and each pattern's
  * verdict, then writes the CSV, the latency plots and patterns.md
- * (runner_report.c).  Then the use cases of the second book, "MongoDB
- * Applied Design Patterns" (runner_ap.c), each measured on every engine
- * with its chapter's claims judged.  The exit status is 1 if any user's operation
+ * (runner_report.c).  Then the second book's use cases ("MongoDB Applied
+ * Design Patterns", ap_registry.c): each measured on every engine and its
+ * chapter's claims judged (runner_ap.c), in patterns.md's second part.
+ * The exit status is 1 if any user's operation
  * returned an error or any scenario's check failed (lost documents,
  * money or seats not conserved): `make test` runs `--quick` for that.
  */
@@ -54,7 +55,7 @@ static void usage(FILE *f)
         "\n"
         "  --list              the patterns, their scenarios and ops, and exit\n"
         "  --scenario NAME     only this scenario, pattern or Applied Design Patterns\n"
-        "                      use case (ap_*; \"applied\": all of those) (repeatable)\n"
+        "                      use case (ap_*; \"applied\": all of them) (repeatable)\n"
         "  --engine NAME       mmapv1, btree or ephemeralForTest (repeatable;\n"
         "                      default mmapv1 and btree)\n"
         "  --quick             every scenario for %d x %d ms at the same rate\n"
@@ -96,11 +97,7 @@ static void list(void)
     for (const pt_pattern *const *pp = pt_patterns; *pp; pp++)
         n++;
     printf("%d of 11 patterns registered\n", n);
-    for (const ap_usecase *const *up = ap_usecases; *up; up++) {
-        printf("%-16s %-20s %s\n", (*up)->section, (*up)->name, (*up)->title);
-        for (int k = 0; k < (*up)->nclaims; k++)
-            printf("      claim %d: %s\n", k + 1, (*up)->claims[k]);
-    }
+    rn_ap_list();
 }
 
 typedef struct progress_ctx {
@@ -324,15 +321,9 @@ int main(int argc, char **argv)
     strftime(run.started, sizeof run.started, "%Y-%m-%d %H:%M UTC", gmtime(&t));
 
     /* The scenarios asked for, grouped by pattern in the book's order. */
-    int np = 0, nsc = 0, nuc = 0;
+    int np = 0, nsc = 0;
     for (const pt_pattern *const *pp = pt_patterns; *pp; pp++, np++)
         nsc += (*pp)->nscenarios;
-    for (const ap_usecase *const *up = ap_usecases; *up; up++)
-        nuc++;
-    run.uc = calloc((size_t)(nuc ? nuc : 1), sizeof *run.uc);
-    for (const ap_usecase *const *up = ap_usecases; *up; up++)
-        if (rn_ap_wanted(*up, names, nnames))
-            run.uc[run.nuc++].uc = *up;
     run.sc = calloc((size_t)(nsc ? nsc : 1), sizeof *run.sc);
     run.pat = calloc((size_t)(np ? np : 1), sizeof *run.pat);
     for (const pt_pattern *const *pp = pt_patterns; *pp; pp++) {
@@ -346,7 +337,14 @@ int main(int argc, char **argv)
         if (any)
             run.pat[run.npat++].p = *pp;
     }
-    if (run.nsc == 0 && run.nuc == 0) {
+    int nap = 0, nap_all = 0;
+    for (const ap_usecase *const *u = ap_usecases; *u; u++)
+        nap_all++;
+    rn_ap *aps = calloc((size_t)(nap_all ? nap_all : 1), sizeof *aps);
+    for (const ap_usecase *const *u = ap_usecases; *u; u++)
+        if (rn_ap_wanted(*u, names, nnames))
+            aps[nap++].uc = *u;
+    if (run.nsc == 0 && nap == 0) {
         if (nnames) {
             fprintf(stderr, "patterns: no scenario or pattern named");
             for (int i = 0; i < nnames; i++)
@@ -380,33 +378,34 @@ int main(int argc, char **argv)
         rn_print_verdict(stdout, &run, &run.pat[pi]);
         fflush(stdout);
     }
+    ap_args aargs = {.quick = quick, .seed = seed, .no_journal = !journal};
+    for (int i = 0; i < nap; i++)
+        for (int e = 0; e < run.nengines; e++)
+            if (!rn_ap_run_one(&aps[i], run.engine_slot[e], run.engines[e], &aargs))
+                ok = false;
+    run.total_s = now_s() - t0;
+    read_load(run.load_after, sizeof run.load_after);
     rn_verdicts(&run);
     int measured = 0;
     for (int i = 0; i < run.npat; i++)
         measured += run.pat[i].ours != NULL;
-    for (int i = 0; i < run.nuc; i++) {
-        for (int e = 0; e < run.nengines; e++)
-            if (!rn_ap_run_one(&run, &run.uc[i], e))
-                ok = false;
-        rn_ap_print_verdict(stdout, &run, &run.uc[i]);
-    }
-    run.total_s = now_s() - t0;
-    read_load(run.load_after, sizeof run.load_after);
     if (run.npat)
         printf("\n%d of 11 verdicts agree with the book (%d of 11 patterns measured "
                "on both engines)\n",
                rn_agree_count(&run), measured);
     printf("total %.1f s%s\n", run.total_s, ok ? "" : "; SOME SCENARIOS FAILED (above)");
 
-    if (files && (run.nsc || run.nuc)) {
+    if (files && (run.nsc || nap)) {
         char sub[4096];
         snprintf(sub, sizeof sub, "%s/patterns", out);
         if (mkdirs(sub) != 0) {
             fprintf(stderr, "patterns: cannot create %s\n", sub);
             return 1;
         }
-        if (rn_write_csv(&run, out) || rn_write_plots(&run, out) ||
-            rn_write_markdown(&run, out))
+        if (run.nsc && (rn_write_csv(&run, out) || rn_write_plots(&run, out) ||
+                        rn_write_markdown(&run, out)))
+            ok = false;
+        else if (nap && rn_ap_write_markdown(&run, aps, nap, out, run.nsc > 0))
             ok = false;
         else
             printf("wrote %s/patterns.csv, %s/patterns.md and the plots in %s/patterns/\n",
@@ -415,11 +414,8 @@ int main(int argc, char **argv)
     for (int i = 0; i < run.nsc; i++)
         for (int e = 0; e < RN_MAX_ENGINES; e++)
             free(run.sc[i].r[e]);
-    for (int i = 0; i < run.nuc; i++)
-        for (int e = 0; e < RN_MAX_ENGINES; e++)
-            free(run.uc[i].r[e]);
-    free(run.uc);
     free(run.sc);
     free(run.pat);
+    free(aps);
     return ok ? 0 : 1;
 }

@@ -27,12 +27,6 @@ typedef struct rn_pattern {
     const char *ours;        /* pt_verdict, or NULL when not measured on both */
 } rn_pattern;
 
-/* A use case of the second book (runner_ap.c), measured per engine. */
-typedef struct rn_usecase {
-    const ap_usecase *uc;
-    ap_result *r[RN_MAX_ENGINES];    /* NULL: not run on that engine */
-} rn_usecase;
-
 typedef struct rn_run {
     const char *engines[RN_MAX_ENGINES];
     int nengines;
@@ -41,8 +35,6 @@ typedef struct rn_run {
     int nsc;
     rn_pattern *pat;
     int npat;
-    rn_usecase *uc;          /* the second book's use cases asked for */
-    int nuc;
     pt_run_opts opts;        /* as run (engine unset) */
     const char *cmdline;
     double total_s;
@@ -67,16 +59,24 @@ int rn_write_csv(const rn_run *run, const char *dir);
 int rn_write_plots(const rn_run *run, const char *dir);
 int rn_write_markdown(const rn_run *run, const char *dir);
 
-/* The second book ("MongoDB Applied Design Patterns", runner_ap.c). */
-/* Whether a use case is asked for by the --scenario names (all when n is
- * 0; "applied" names every one). */
+/* ---- the second book (runner_ap.c) ------------------------------------------ */
+
+/* One "Applied Design Patterns" use case as run, per engine slot. */
+typedef struct rn_ap {
+    const ap_usecase *uc;
+    ap_result r[RN_MAX_ENGINES];
+    bool ran[RN_MAX_ENGINES];
+} rn_ap;
+
+/* Is the use case asked for (by its name, or "applied" for all)? */
 bool rn_ap_wanted(const ap_usecase *uc, char **names, int n);
-/* Measure uc on run->engines[e] in a fresh database and print its rows;
- * false when it failed. */
-bool rn_ap_run_one(rn_run *run, rn_usecase *u, int e);
-/* Print one use case's claims and their verdict per engine. */
-void rn_ap_print_verdict(FILE *f, const rn_run *run, const rn_usecase *u);
-/* docs/patterns.md's part II: a section per chapter. */
-void rn_ap_write_markdown(FILE *f, const rn_run *run);
+/* --list's lines for the use cases. */
+void rn_ap_list(void);
+/* Measure one use case on one engine into a->r[slot] and print it.
+ * false: it failed. */
+bool rn_ap_run_one(rn_ap *a, int slot, const char *engine, const ap_args *args);
+/* Write (or, append: add to) DIR/patterns.md the second book's part. */
+int rn_ap_write_markdown(const rn_run *run, const rn_ap *aps, int n, const char *dir,
+                         bool append);
 
 #endif /* RUNNER_H */

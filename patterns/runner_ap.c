@@ -1,18 +1,18 @@
 /*
- * runner_ap.c -- build/patterns' part II: the use cases of "MongoDB
- * Applied Design Patterns" (patterns/ap_registry.c).  Each is measured on
- * each engine in a fresh database (journal / log on, as the Little Book's
- * runs), its rows printed beside the other engine's, and every claim of
- * its chapter judged per engine.  The same results become docs/patterns.md's
- * part II: per chapter, the claim, the measurement and whether it holds.
+ * runner_ap.c -- build/patterns' second part: the use cases of "MongoDB
+ * Applied Design Patterns" (ap.h, ap_registry.c).  Each selected use case
+ * is measured on every engine asked for (ap_run_usecase: a fresh database
+ * each), its claims are judged per engine, and the results are printed
+ * and written as the second part of patterns.md: a summary table, then one
+ * section per chapter, one subsection per use case with what it
+ * demonstrates, its numbers and a table of the chapter's claims, what was
+ * measured and whether each holds (ap_claim_verdict: the claim's judge, or
+ * the verdict measure stored).
  */
-#include <errno.h>
-#include <ftw.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "runner.h"
 
@@ -26,194 +26,208 @@ bool rn_ap_wanted(const ap_usecase *uc, char **names, int n)
     return false;
 }
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+void rn_ap_list(void)
 {
-    (void)st, (void)flag, (void)ftw;
-    remove(path);
-    return 0;
+    for (const ap_usecase *const *u = ap_usecases; *u; u++) {
+        printf("AP    %-24s %s: %s (%s), %d claims\n", (*u)->name, (*u)->chapter,
+               (*u)->title, (*u)->pages, (*u)->nclaims);
+        printf("      %s\n", (*u)->demonstrates);
+        for (int k = 0; k < (*u)->nclaims; k++)
+            printf("      claim %d: %s\n", k + 1, (*u)->claims[k].claim);
+    }
 }
 
-static int measure(const ap_usecase *uc, const pt_run_opts *o, ap_result *r, md_error *err)
+static void print_metrics(FILE *f, const ap_result *r)
 {
-    char dir[4096];
-    const char *tmp = o->tmpdir ? o->tmpdir : getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/minidoc_ap_XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(dir))
-        return md_error_set(err, MD_EIO, MD_CODE_FILE_STREAM_FAILED, "mkdtemp %s: %s", dir,
-                            strerror(errno));
-    bson_t opts = BSON_INITIALIZER, sub;
-    BSON_APPEND_UTF8(&opts, "engine", o->engine);
-    if (strcmp(o->engine, "mmapv1") == 0) {
-        BSON_APPEND_DOCUMENT_BEGIN(&opts, "mmapv1", &sub);
-        BSON_APPEND_BOOL(&sub, "journal", o->journal);
-        bson_append_document_end(&opts, &sub);
-    } else if (strcmp(o->engine, "btree") == 0) {
-        BSON_APPEND_DOCUMENT_BEGIN(&opts, "btree", &sub);
-        BSON_APPEND_BOOL(&sub, "log", o->journal);
-        bson_append_document_end(&opts, &sub);
-    }
-    md_db *db = NULL;
-    int rc = md_db_open(dir, &opts, &db, err);
-    bson_destroy(&opts);
-    if (rc == 0) {
-        int64_t t = ap_now_ns();
-        rc = uc->measure(db, o->engine, o->quick, r, err);
-        r->seconds = (double)(ap_now_ns() - t) / 1e9;
-        md_db_close(db);
-    }
-    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-    return rc;
+    for (int i = 0; i < r->nmetrics; i++)
+        fprintf(f, "   %-*s %14.3f %s\n", strlen(r->m[i].name) > 34 ? 72 : 34, r->m[i].name,
+                r->m[i].value, r->m[i].unit);
 }
 
-bool rn_ap_run_one(rn_run *run, rn_usecase *u, int e)
+bool rn_ap_run_one(rn_ap *a, int slot, const char *engine, const ap_args *args)
 {
-    pt_run_opts o = run->opts;
-    o.engine = run->engines[e];
-    fprintf(stderr, "%s on %s ...\n", u->uc->name, o.engine);
-    ap_result *r = calloc(1, sizeof *r);
-    if (!r) {
-        fprintf(stderr, "out of memory\n");
-        return false;
-    }
-    snprintf(r->engine, sizeof r->engine, "%s", o.engine);
     md_error err;
     md_error_clear(&err);
-    r->rc = measure(u->uc, &o, r, &err);
+    fprintf(stderr, "%s on %s ...\n", a->uc->name, engine);
+    ap_result *r = &a->r[slot];
+    int rc = ap_run_usecase(a->uc, engine, args, r, &err);
+    if (rc) {
+        printf("\n== %s %s on %s: FAILED to open: %s\n", a->uc->chapter, a->uc->title, engine,
+               err.message);
+        return false;
+    }
+    a->ran[slot] = true;
+    printf("\n== %s: %s / %s on %s, %.2f s\n", a->uc->chapter, a->uc->title, a->uc->name,
+           engine, r->seconds);
     if (r->rc)
-        snprintf(r->error, sizeof r->error, "%.200s (%s)", err.message, md_strerror(r->rc));
-    u->r[run->engine_slot[e]] = r;
-    printf("\n== %s %s on %s (%.1f s)%s%s\n", u->uc->section, u->uc->title, o.engine,
-           r->seconds, r->rc ? ": FAILED: " : "", r->rc ? r->error : "");
-    for (int i = 0; i < r->nrows; i++)
-        printf("  %-72s %12.1f %s\n", r->rows[i].what, r->rows[i].value, r->rows[i].unit);
+        printf("   ERROR: %s\n", r->error);
+    print_metrics(stdout, r);
+    char buf[512];
+    for (int i = 0; i < a->uc->nclaims; i++) {
+        ap_verdict v = ap_claim_verdict(a->uc, i, r, buf, sizeof buf);
+        printf("   claim %d: %s -- %s\n      %s\n", i + 1, ap_verdict_name(v),
+               a->uc->claims[i].claim, buf);
+    }
+    int held, judged;
+    ap_verdict v = ap_usecase_verdict(a->uc, r, &held, &judged);
+    printf("-- %s on %s: %d of %d claims hold -> %s\n", a->uc->name, engine, held, judged,
+           ap_verdict_name(v));
     fflush(stdout);
     return r->rc == 0;
 }
 
-static const char *verdict_word(const ap_result *r, int k)
+static void md_escape(FILE *f, const char *s)
 {
-    if (!r)
-        return "not run";
-    if (r->rc)
-        return "failed";
-    return r->claims[k].verdict == AP_HOLDS   ? "holds"
-           : r->claims[k].verdict == AP_FAILS ? "does not hold"
-                                              : "not decided";
-}
-
-/* "4 of 4 claims hold" for an engine, into buf. */
-static const char *summary(const ap_usecase *uc, const ap_result *r, char *buf, size_t n)
-{
-    if (!r)
-        return "not run";
-    if (r->rc)
-        return "failed";
-    int holds = 0;
-    for (int k = 0; k < uc->nclaims; k++)
-        holds += r->claims[k].verdict == AP_HOLDS;
-    snprintf(buf, n, "%d of %d claims hold", holds, uc->nclaims);
-    return buf;
-}
-
-void rn_ap_print_verdict(FILE *f, const rn_run *run, const rn_usecase *u)
-{
-    (void)run;
-    fprintf(f, "\n-- %s %s: claims\n", u->uc->section, u->uc->title);
-    for (int k = 0; k < u->uc->nclaims; k++) {
-        fprintf(f, "  %d. %s\n", k + 1, u->uc->claims[k]);
-        for (int e = 0; e < 2; e++) {
-            const ap_result *r = u->r[e];
-            if (!r)
-                continue;
-            fprintf(f, "     %-7s %s: %s\n", r->engine, verdict_word(r, k),
-                    r->rc ? r->error : r->claims[k].evidence);
-        }
+    for (; *s; s++) {
+        if (*s == '|')
+            fputs("\\|", f);
+        else
+            fputc(*s, f);
     }
 }
 
-/* A row's value on engine slot e, by its label; NULL when absent. */
-static const ap_row *find_row(const ap_result *r, const char *what)
+/* One metric's row: its name, unit and value per engine ran. */
+static void md_metric_row(FILE *f, const rn_run *run, const rn_ap *a, const ap_metric *m)
 {
-    if (!r)
-        return NULL;
-    for (int i = 0; i < r->nrows; i++)
-        if (strcmp(r->rows[i].what, what) == 0)
-            return &r->rows[i];
-    return NULL;
+    fprintf(f, "| ");
+    md_escape(f, m->name);
+    fprintf(f, " | %s |", m->unit);
+    for (int e = 0; e < run->nengines; e++) {
+        int s = run->engine_slot[e];
+        if (!a->ran[s])
+            continue;
+        double v = ap_get(&a->r[s], m->name);
+        if (isnan(v))
+            fprintf(f, " |");
+        else if (fabs(v - llround(v)) < 1e-9 && fabs(v) < 1e15)
+            fprintf(f, " %lld |", (long long)llround(v));
+        else
+            fprintf(f, " %.3f |", v);
+    }
+    fprintf(f, "\n");
 }
 
-static void md_value(FILE *f, const ap_row *row)
+static void md_usecase(FILE *f, const rn_run *run, const rn_ap *a)
 {
-    if (!row)
-        fprintf(f, " |");
-    else if (row->value == (double)(int64_t)row->value)
-        fprintf(f, " %lld %s |", (long long)row->value, row->unit);
-    else
-        fprintf(f, " %.1f %s |", row->value, row->unit);
-}
-
-void rn_ap_write_markdown(FILE *f, const rn_run *run)
-{
-    if (run->nuc == 0)
+    fprintf(f, "\n### %s (%s, `%s`)\n\nDemonstrates: ", a->uc->title, a->uc->pages,
+            a->uc->name);
+    md_escape(f, a->uc->demonstrates);
+    fprintf(f, ".\n\n");
+    /* The numbers, one column per engine. */
+    const ap_result *first = NULL;
+    for (int e = 0; e < run->nengines; e++)
+        if (a->ran[run->engine_slot[e]]) {
+            first = &a->r[run->engine_slot[e]];
+            break;
+        }
+    if (!first) {
+        fprintf(f, "Not run.\n");
         return;
-    char b0[64], b1[64];
+    }
+    fprintf(f, "| measurement | unit |");
+    for (int e = 0; e < run->nengines; e++)
+        if (a->ran[run->engine_slot[e]])
+            fprintf(f, " %s |", run->engines[e]);
+    fprintf(f, "\n|---|---|");
+    for (int e = 0; e < run->nengines; e++)
+        if (a->ran[run->engine_slot[e]])
+            fprintf(f, "---|");
+    fprintf(f, "\n");
+    /* Every engine's metrics, each once: the first engine's order, then
+     * the names only a later engine recorded. */
+    for (int e0 = 0; e0 < run->nengines; e0++) {
+        const ap_result *src = &a->r[run->engine_slot[e0]];
+        if (!a->ran[run->engine_slot[e0]])
+            continue;
+        for (int i = 0; i < src->nmetrics; i++) {
+            bool seen = false;
+            for (int p = 0; p < e0 && !seen; p++)
+                seen = a->ran[run->engine_slot[p]] &&
+                       !isnan(ap_get(&a->r[run->engine_slot[p]], src->m[i].name));
+            if (!seen)
+                md_metric_row(f, run, a, &src->m[i]);
+        }
+    }
+    fprintf(f, "\n| claim (the book) | engine | measured | verdict |\n|---|---|---|---|\n");
+    char buf[512];
+    for (int i = 0; i < a->uc->nclaims; i++)
+        for (int e = 0; e < run->nengines; e++) {
+            const ap_result *r = &a->r[run->engine_slot[e]];
+            if (!a->ran[run->engine_slot[e]])
+                continue;
+            ap_verdict v = ap_claim_verdict(a->uc, i, r, buf, sizeof buf);
+            fprintf(f, "| ");
+            if (e == 0)
+                md_escape(f, a->uc->claims[i].claim);
+            fprintf(f, " | %s | ", r->engine);
+            md_escape(f, buf);
+            fprintf(f, " | %s%s%s |\n", v == AP_FAILS ? "**" : "", ap_verdict_name(v),
+                    v == AP_FAILS ? "**" : "");
+        }
+    fprintf(f, "\n");
+    for (int e = 0; e < run->nengines; e++) {
+        const ap_result *r = &a->r[run->engine_slot[e]];
+        if (!a->ran[run->engine_slot[e]])
+            continue;
+        int held, judged;
+        ap_verdict v = ap_usecase_verdict(a->uc, r, &held, &judged);
+        fprintf(f, "%s: **%d of %d claims hold** (%s; measured in %.2f s).  ", r->engine,
+                held, judged, ap_verdict_name(v), r->seconds);
+    }
+    fprintf(f, "\n");
+}
+
+int rn_ap_write_markdown(const rn_run *run, const rn_ap *aps, int n, const char *dir,
+                         bool append)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/patterns.md", dir);
+    FILE *f = fopen(path, append ? "a" : "w");
+    if (!f) {
+        perror(path);
+        return -1;
+    }
+    if (!append)
+        fprintf(f, "# Schema-design patterns, measured on minidoc\n\n"
+                   "<!-- generated by build/patterns (patterns/runner*.c); do not edit -->\n\n"
+                   "Generated by `%s` on %s.\n",
+                run->cmdline, run->started);
     fprintf(f,
             "\n# Part II: MongoDB Applied Design Patterns, its claims measured\n\n"
-            "Each use case of the second book (Copeland, 2013; patterns/ap_*.c) runs the "
-            "book's operations and indexes on a fresh database per engine (journal / log "
-            "on) and judges each claim of its chapter from what it measured: bytes the "
-            "engine wrote for documents (collStats `bytesWritten`), document moves "
-            "(mmapv1), explain's plan and keys examined, and wall-clock rates and "
-            "latencies on a machine shared with other work (compare the engines' "
-            "directions, not the absolute numbers). Measured by `%s` on %s.%s\n\n",
-            run->cmdline, run->started,
-            run->opts.quick ? " This run used the reduced `--quick` sizes." : "");
-    fprintf(f, "| Use case | demonstrates | mmapv1 | btree |\n|---|---|---|---|\n");
-    for (int i = 0; i < run->nuc; i++) {
-        const rn_usecase *u = &run->uc[i];
-        fprintf(f, "| %s %s (`--scenario %s`) | %s | %s | %s |\n", u->uc->section,
-                u->uc->title, u->uc->name, u->uc->demonstrates,
-                summary(u->uc, u->r[RN_MMAPV1], b0, sizeof b0),
-                summary(u->uc, u->r[RN_BTREE], b1, sizeof b1));
+            "<!-- generated by build/patterns (patterns/runner_ap.c); do not edit -->\n\n"
+            "The second book (Copeland, 2013) gives no simulator tables: its chapters make "
+            "claims (an index order examines fewer keys, a preallocated document never "
+            "moves, a `j: true` write waits for the group commit...). Each use case below "
+            "runs the book's operations (patterns/ap_*.c, its Python translated statement "
+            "by statement) on a fresh database per engine, journal and log on, %s scale, "
+            "and judges each claim on the numbers. Times are wall-clock on a machine shared "
+            "with other work (load average %s before the run); counts (keys examined, "
+            "moves, bytes) do not depend on the load. Measured by `%s` on %s.\n",
+            run->opts.quick ? "the quick (`--quick`)" : "the full", run->load_before,
+            run->cmdline, run->started);
+    fprintf(f, "\n| chapter | use case | demonstrates | claims | verdict per engine |\n"
+               "|---|---|---|---|---|\n");
+    for (int i = 0; i < n; i++) {
+        fprintf(f, "| %s | %s (`%s`) | ", aps[i].uc->chapter, aps[i].uc->title,
+                aps[i].uc->name);
+        md_escape(f, aps[i].uc->demonstrates);
+        fprintf(f, " | %d |", aps[i].uc->nclaims);
+        for (int e = 0; e < run->nengines; e++) {
+            int s = run->engine_slot[e], held, judged;
+            if (!aps[i].ran[s])
+                continue;
+            ap_verdict v = ap_usecase_verdict(aps[i].uc, &aps[i].r[s], &held, &judged);
+            fprintf(f, " %s: %s (%d/%d);", run->engines[e], ap_verdict_name(v), held, judged);
+        }
+        fprintf(f, " |\n");
     }
-    for (int i = 0; i < run->nuc; i++) {
-        const rn_usecase *u = &run->uc[i];
-        const ap_result *m = u->r[RN_MMAPV1], *w = u->r[RN_BTREE];
-        fprintf(f, "\n## %s %s\n\nDemonstrates: %s.\n\n", u->uc->section, u->uc->title,
-                u->uc->demonstrates);
-        fprintf(f, "| claim | mmapv1 | btree |\n|---|---|---|\n");
-        for (int k = 0; k < u->uc->nclaims; k++) {
-            fprintf(f, "| %s |", u->uc->claims[k]);
-            for (int e = 0; e < 2; e++) {
-                const ap_result *r = e ? w : m;
-                fprintf(f, " **%s**%s%s |", verdict_word(r, k),
-                        r && !r->rc && r->claims[k].evidence[0] ? ": " : "",
-                        r && !r->rc ? r->claims[k].evidence : "");
-            }
-            fprintf(f, "\n");
+    const char *chapter = NULL;
+    for (int i = 0; i < n; i++) {
+        if (!chapter || strcmp(chapter, aps[i].uc->chapter) != 0) {
+            chapter = aps[i].uc->chapter;
+            fprintf(f, "\n## %s\n", chapter);
         }
-        for (int e = 0; e < 2; e++) {
-            const ap_result *r = e ? w : m;
-            if (r && r->rc)
-                fprintf(f, "\nOn %s the measurement failed: %s\n", r->engine, r->error);
-        }
-        /* The rows: the union of both engines' labels, in order. */
-        const ap_result *base = m ? m : w;
-        if (!base)
-            continue;
-        fprintf(f, "\n| measured | mmapv1 | btree |\n|---|---|---|\n");
-        for (int j = 0; j < base->nrows; j++) {
-            fprintf(f, "| %s |", base->rows[j].what);
-            md_value(f, find_row(m, base->rows[j].what));
-            md_value(f, find_row(w, base->rows[j].what));
-            fprintf(f, "\n");
-        }
-        if (m && w)
-            for (int j = 0; j < w->nrows; j++)
-                if (!find_row(m, w->rows[j].what)) {
-                    fprintf(f, "| %s | |", w->rows[j].what);
-                    md_value(f, &w->rows[j]);
-                    fprintf(f, "\n");
-                }
+        md_usecase(f, run, &aps[i]);
     }
+    return fclose(f) == 0 ? 0 : -1;
 }

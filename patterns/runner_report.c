@@ -5,7 +5,7 @@
  * scenario, op and engine), gnuplot latency-distribution plots
  * (patterns/<scenario>-<engine>.png; skipped with a message when gnuplot
  * is missing) and patterns.md, the report docs/patterns.md is (its part
- * II, the Applied Design Patterns use cases, is written by runner_ap.c;
+ * II, the Applied Design Patterns use cases, is appended by runner_ap.c;
  * they have no rows in patterns.csv).
  */
 #include <stdio.h>
@@ -613,6 +613,5 @@ int rn_write_markdown(const rn_run *run, const char *dir)
             if (run->sc[k].p == rp->p)
                 md_scenario(f, run, &run->sc[k]);
     }
-    rn_ap_write_markdown(f, run);
     return fclose(f) == 0 ? 0 : -1;
 }

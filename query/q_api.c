@@ -393,11 +393,14 @@ static bool typed_insert(md_collection *coll, const bson_t **docs, size_t n,
     if (!rc)
         rc = q_coll_get_or_create(db, coll->name, NULL, &c, err);
     if (!rc) {
+        /* {j: true}: one durable commit for the batch, as q_cmd_insert. */
+        bool synced = !durable;
         q_coll_lock(db, c, true);
         for (size_t i = 0; i < n; i++) {
             md_error_clear(&stmt);
-            if (q_insert_exec(db, c, docs[i], durable, &stmt) == 0) {
+            if (q_insert_exec(db, c, docs[i], durable && i == n - 1, &stmt) == 0) {
                 ok++;
+                synced = synced || i == n - 1;
                 continue;
             }
             if (failed < 0) {
@@ -408,6 +411,8 @@ static bool typed_insert(md_collection *coll, const bson_t **docs, size_t n,
                 break;
         }
         q_coll_unlock(db, c);
+        if (!synced && ok > 0) /* ended on an error: that error is the one reported */
+            eng_flush(db->eng, true, NULL);
     }
     q_op_leave(db);
     if (!rc && reply)

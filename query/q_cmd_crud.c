@@ -152,15 +152,22 @@ int q_cmd_insert(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err)
     if (rc)
         return rc;
     bson_init(&we.arr);
+    /* {j: true} waits once for the batch, as MongoDB's does: only the last
+     * document's commit is durable, and a durable commit makes every
+     * earlier one durable too (the journal and the log are sequential).
+     * When the batch ends on an error instead, an fsync covers the rest. */
+    bool synced = !cc.durable;
     q_coll_lock(db, c, true);
     for (bson_iter_t it = cc.stmts; bson_iter_next(&it); i++) {
         bson_t doc;
+        bool last = i == n - 1;
         if (!iter_doc(&it, &doc))
             rc = q_err(err, MD_EINVAL, MD_CODE_INVALID_BSON, "invalid document");
         else
-            rc = q_insert_exec(db, c, &doc, cc.durable, err);
+            rc = q_insert_exec(db, c, &doc, cc.durable && last, err);
         if (!rc) {
             ok++;
+            synced = synced || last;
             continue;
         }
         we_add(&we, i, err);
@@ -168,8 +175,16 @@ int q_cmd_insert(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err)
             break;
     }
     q_coll_unlock(db, c);
+    bool wc_failed = !synced && ok > 0 && eng_flush(db->eng, true, NULL) != 0;
     q_append_number(reply, "n", ok);
     we_finish(&we, reply);
+    if (wc_failed) {
+        bson_t wce;
+        BSON_APPEND_DOCUMENT_BEGIN(reply, "writeConcernError", &wce);
+        BSON_APPEND_INT32(&wce, "code", 64); /* WriteConcernFailed */
+        BSON_APPEND_UTF8(&wce, "errmsg", "the inserts could not be made durable");
+        bson_append_document_end(reply, &wce);
+    }
     return 0;
 }
 

@@ -277,8 +277,54 @@ static void oil_eq(oil *o, const bson_iter_t *v, bool dotted)
     q_buf k, r;
     q_ival *iv;
     switch (bson_iter_type(v)) {
-    case BSON_TYPE_ARRAY:
-        return; /* matches the array whole and as an element: no bounds */
+    case BSON_TYPE_ARRAY: {
+        /* A field equal to the array [x, ...] has x among its multikey
+         * keys; an array holding the array as an element has the whole
+         * array as a key: MongoDB's two point bounds, [x, x] and
+         * [[x, ...], [x, ...]] (the filter stays; neither is exact).  An
+         * empty array, or a first element that has no point bound of its
+         * own (null, undefined, an array, a regex): no bounds. */
+        bson_iter_t el;
+        if (!bson_iter_recurse(v, &el) || !bson_iter_next(&el))
+            return;
+        switch (bson_iter_type(&el)) {
+        case BSON_TYPE_NULL: case BSON_TYPE_UNDEFINED: case BSON_TYPE_ARRAY:
+        case BSON_TYPE_REGEX:
+            return;
+        default:
+            break;
+        }
+        /* In key order (an element of a type above arrays sorts after). */
+        const bson_iter_t *both[2] = {&el, v};
+        q_buf ka, kb;
+        q_buf_init(&ka);
+        q_buf_init(&kb);
+        q_key_append_value(&ka, &el, false);
+        q_key_append_value(&kb, v, false);
+        size_t mn = ka.len < kb.len ? ka.len : kb.len;
+        int c = memcmp(ka.data, kb.data, mn);
+        if (c > 0 || (c == 0 && ka.len > kb.len)) {
+            both[0] = v;
+            both[1] = &el;
+        }
+        q_buf_cleanup(&ka);
+        q_buf_cleanup(&kb);
+        for (int i = 0; i < 2; i++) {
+            q_buf_init(&k);
+            q_key_append_value(&k, both[i], false);
+            iv = oil_add(o, k.data, k.len, true, k.data, k.len, true);
+            iv->point = true;
+            q_buf_init(&r);
+            q_render_value(&r, both[i]);
+            ival_show_s(iv, "[", "");
+            q_buf_append(&iv->los, r.data, r.len);
+            q_buf_append(&iv->his, r.data, r.len);
+            q_buf_putc(&iv->his, ']');
+            q_buf_cleanup(&r);
+            q_buf_cleanup(&k);
+        }
+        return;
+    }
     case BSON_TYPE_NULL:
         if (dotted)
             return;

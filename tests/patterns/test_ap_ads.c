@@ -103,7 +103,7 @@ Test(ap_ads, choose_cap_keywords_deactivate)
         cr_assert_str_eq(unit, "banner12");
         ap_plan p;
         bson_t *f = BCON_NEW("ads.campaign_id", "bmw:c201204_eclass_1");
-        cr_assert_eq(ap_explain_find(t.db, AP_AD_ZONE, f, NULL, &p, &err), 0);
+        cr_assert_eq(ap_explain_find(t.db, AP_AD_ZONE, f, NULL, NULL, &p, &err), 0);
         cr_assert_str_eq(p.index, "ads.campaign_id_1");
         bson_destroy(f);
     }
@@ -224,7 +224,8 @@ Test(ap_gaming, one_winner_per_item)
             bson_init_static(&src, d, l);
             BSON_APPEND_OID(&doc, "_id", &rs[i].who);
             bson_concat(&doc, &src);
-            cr_assert_eq(ap_insert(t.db, AP_GAME_CHARACTER, &doc, &err), 0, "%s", err.message);
+            cr_assert_eq(ap_insert(t.db, AP_GAME_CHARACTER, &doc, NULL, &err), 0, "%s",
+                         err.message);
             bson_destroy(&doc);
             bson_destroy(r);
             rs[i].db = t.db;

@@ -82,16 +82,16 @@ Test(ap_catalog, index_choice)
         ap_plan p;
         bson_t *f = BCON_NEW("pricing.pct_savings", "{", "$gt", BCON_INT32(25), "}");
         bson_t *s = BCON_NEW("pricing.pct_savings", BCON_INT32(-1));
-        cr_assert_eq(ap_explain_find(t.db, AP_CATALOG_PRODUCTS, f, s, &p, &err), 0, "%s",
+        cr_assert_eq(ap_explain_find(t.db, AP_CATALOG_PRODUCTS, f, s, NULL, &p, &err), 0, "%s",
                      err.message);
         cr_assert_str_eq(p.index, "pricing.pct_savings_1");
         cr_assert(!p.sort_in_memory, "an index is read in either direction");
-        cr_assert_eq(p.returned, 2);
+        cr_assert_eq(p.n_returned, 2);
         bson_destroy(f);
         bson_destroy(s);
         f = BCON_NEW("type", "Audio Album", "details.genre", "Jazz");
         s = BCON_NEW("details.issue_date", BCON_INT32(-1));
-        cr_assert_eq(ap_explain_find(t.db, AP_CATALOG_PRODUCTS, f, s, &p, &err), 0);
+        cr_assert_eq(ap_explain_find(t.db, AP_CATALOG_PRODUCTS, f, s, NULL, &p, &err), 0);
         cr_assert_str_eq(p.index, "type_1_details.genre_1_details.issue_date_-1");
         cr_assert_eq(p.keys_examined, 2);
         bson_destroy(f);
@@ -99,10 +99,10 @@ Test(ap_catalog, index_choice)
         /* The title regexes over the chapter's {type, issue_date, title}. */
         bson_t tf, ts;
         ap_catalog_title_query("^A Few Good.*", "", &tf, &ts);
-        cr_assert_eq(ap_explain_find(t.db, AP_CATALOG_PRODUCTS, &tf, &ts, &p, &err), 0);
+        cr_assert_eq(ap_explain_find(t.db, AP_CATALOG_PRODUCTS, &tf, &ts, NULL, &p, &err), 0);
         cr_assert_str_eq(p.index, "type_1_details.issue_date_-1_title_1");
         cr_assert(!p.sort_in_memory);
-        cr_assert_eq(p.returned, 1);
+        cr_assert_eq(p.n_returned, 1);
         bson_destroy(&tf);
         bson_destroy(&ts);
         /* An index led by the title: the anchored prefix seeks, the
@@ -111,14 +111,14 @@ Test(ap_catalog, index_choice)
         cr_assert_eq(pt_ensure_index(t.db, AP_CATALOG_PRODUCTS, k, NULL, &err), 0);
         bson_destroy(k);
         f = BCON_NEW("title", "{", "$regex", "^A Few Good", "}");
-        cr_assert_eq(ap_explain_find(t.db, AP_CATALOG_PRODUCTS, f, NULL, &p, &err), 0);
+        cr_assert_eq(ap_explain_find(t.db, AP_CATALOG_PRODUCTS, f, NULL, NULL, &p, &err), 0);
         cr_assert_str_eq(p.index, "title_1");
         cr_assert_leq(p.keys_examined, 2);
-        cr_assert_eq(p.returned, 1);
+        cr_assert_eq(p.n_returned, 1);
         bson_destroy(f);
         f = BCON_NEW("title", "{", "$regex", "^a few good", "$options", "i", "}");
-        cr_assert_eq(ap_explain_find(t.db, AP_CATALOG_PRODUCTS, f, NULL, &p, &err), 0);
-        cr_assert_eq(p.returned, 1);
+        cr_assert_eq(ap_explain_find(t.db, AP_CATALOG_PRODUCTS, f, NULL, NULL, &p, &err), 0);
+        cr_assert_eq(p.n_returned, 1);
         cr_assert(p.collscan || p.keys_examined == 6, "keys %lld", (long long)p.keys_examined);
         bson_destroy(f);
     }
@@ -177,9 +177,9 @@ Test(ap_category, breadcrumbs_reparent_rename)
         bson_destroy(&d);
         ap_plan p;
         bson_t *f = BCON_NEW("ancestors._id", BCON_OID(&bop));
-        cr_assert_eq(ap_explain_find(t.db, AP_CATEGORIES, f, NULL, &p, &err), 0);
+        cr_assert_eq(ap_explain_find(t.db, AP_CATEGORIES, f, NULL, NULL, &p, &err), 0);
         cr_assert_str_eq(p.index, "ancestors._id_1");
-        cr_assert_eq(p.returned, 1);
+        cr_assert_eq(p.n_returned, 1);
         bson_destroy(f);
         bson_oid_init(&x, NULL);
         cr_assert_eq(ap_category_rename(t.db, &x, "None", NULL, &err), MD_NOTFOUND);

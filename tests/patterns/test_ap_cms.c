@@ -64,7 +64,7 @@ Test(ap_cms, nodes)
         bson_t *f = BCON_NEW("metadata.parent_id", "my-blog", "metadata.published", "{", "$lt",
                              BCON_DATE_TIME(now), "}");
         bson_t *s = BCON_NEW("metadata.published", BCON_INT32(-1));
-        cr_assert_eq(ap_explain_find(t.db, AP_CMS_NODES, f, s, &p, &err), 0);
+        cr_assert_eq(ap_explain_find(t.db, AP_CMS_NODES, f, s, NULL, &p, &err), 0);
         cr_assert_str_eq(p.index, "metadata.parent_id_1_metadata.published_-1");
         cr_assert(!p.sort_in_memory);
         bson_destroy(s);

@@ -71,12 +71,13 @@ Test(ap_comments, one_document_per_comment)
         ap_plan p;
         bson_t *f = BCON_NEW("node_id", BCON_OID(&node));
         bson_t *s = BCON_NEW("posted", BCON_INT32(1));
-        cr_assert_eq(ap_explain_find(t.db, AP_COMMENTS, f, s, &p, &err), 0, "%s", err.message);
+        cr_assert_eq(ap_explain_find(t.db, AP_COMMENTS, f, s, NULL, &p, &err), 0, "%s",
+                     err.message);
         cr_assert_str_eq(p.index, "node_id_1_posted_1");
         cr_assert(!p.sort_in_memory);
         bson_destroy(s);
         s = BCON_NEW("full_slug", BCON_INT32(1));
-        cr_assert_eq(ap_explain_find(t.db, AP_COMMENTS, f, s, &p, &err), 0);
+        cr_assert_eq(ap_explain_find(t.db, AP_COMMENTS, f, s, NULL, &p, &err), 0);
         cr_assert_str_eq(p.index, "node_id_1_full_slug_1");
         cr_assert(!p.sort_in_memory);
         bson_destroy(s);
@@ -202,7 +203,7 @@ Test(ap_comments, hybrid_pages)
         bson_destroy(&c);
         ap_plan p;
         bson_t *f = BCON_NEW("node_id", BCON_OID(&node), "comments.slug", "c150");
-        cr_assert_eq(ap_explain_find(t.db, AP_COMMENT_PAGES, f, NULL, &p, &err), 0);
+        cr_assert_eq(ap_explain_find(t.db, AP_COMMENT_PAGES, f, NULL, NULL, &p, &err), 0);
         cr_assert_str_eq(p.index, "node_id_1_comments.slug_1");
         cr_assert_eq(p.docs_examined, 1);
         bson_destroy(f);
@@ -234,7 +235,7 @@ Test(ap_comments, find_comments_worked_example)
                 bson_destroy(c);
             }
             bson_append_array_end(&doc, &arr);
-            cr_assert_eq(ap_insert(t.db, AP_COMMENT_PAGES, &doc, &err), 0);
+            cr_assert_eq(ap_insert(t.db, AP_COMMENT_PAGES, &doc, NULL, &err), 0);
             bson_destroy(&doc);
         }
         int64_t n;

@@ -147,7 +147,7 @@ Test(ap_social, get_posts_by_month)
         ap_plan p;
         bson_t *f = BCON_NEW("user_id", "max", "month", "{", "$lte", "201203", "}");
         bson_t *s = BCON_NEW("month", BCON_INT32(-1));
-        cr_assert_eq(ap_explain_find(t.db, AP_SOCIAL_NEWS, f, s, &p, &err), 0);
+        cr_assert_eq(ap_explain_find(t.db, AP_SOCIAL_NEWS, f, s, NULL, &p, &err), 0);
         cr_assert_str_eq(p.index, "user_id_1_month_-1");
         cr_assert(!p.sort_in_memory);
         cr_assert_eq(p.docs_examined, 2);

@@ -258,6 +258,46 @@ Test(q_plan, queue_index_serves_null_equality_and_sort)
     }
 }
 
+/* {a: [x, y]}: the field equal to the array (keys x, y) or an array
+ * holding it as an element (key [x, y]); bounds on both, as MongoDB's. */
+Test(q_plan, array_equality_uses_the_index)
+{
+    tdb t;
+    FOR_EACH_ENGINE(t) {
+        T_RUN(&t, "{\"createIndexes\": \"p\", \"indexes\": [{\"key\": {\"props\": 1}, "
+                  "\"name\": \"props_1\"}]}");
+        T_RUN(&t, "{\"insert\": \"p\", \"documents\": ["
+                  "{\"_id\": 1, \"props\": [[\"Seek Time\", \"5ms\"], [\"RPM\", \"15k\"]]},"
+                  "{\"_id\": 2, \"props\": [\"Seek Time\", \"5ms\"]},"
+                  "{\"_id\": 3, \"props\": [\"Seek Time\", \"9ms\"]},"
+                  "{\"_id\": 4, \"props\": [[\"Seek Time\", \"9ms\"]]},"
+                  "{\"_id\": 5, \"props\": [\"5ms\", \"Seek Time\"]},"
+                  "{\"_id\": 6, \"props\": [[true, 1]]},"
+                  "{\"_id\": 7, \"props\": [true, 1]},"
+                  "{\"_id\": 8, \"props\": []}]}");
+        const char *q = "{\"find\": \"p\", \"filter\": {\"props\": [\"Seek Time\", \"5ms\"]}}";
+        assert_plan(&t, q, "\"props_1\"", "\"COLLSCAN\"");
+        bson_t *r = explain(&t, q);
+        cr_assert_eq(t_i64(r, "executionStats.nReturned"), 2, "[%s]", t.engine);
+        bson_destroy(r);
+        /* A first element above arrays in the key order (bool): bounds in order. */
+        q = "{\"find\": \"p\", \"filter\": {\"props\": [true, 1]}}";
+        assert_plan(&t, q, "\"props_1\"", "\"COLLSCAN\"");
+        r = explain(&t, q);
+        cr_assert_eq(t_i64(r, "executionStats.nReturned"), 2, "[%s]", t.engine);
+        bson_destroy(r);
+        /* The same answers without the index. */
+        r = T_OK(&t, "{\"count\": \"p\", \"query\": {\"props\": [\"Seek Time\", \"5ms\"]}, "
+                     "\"hint\": {\"$natural\": 1}}");
+        cr_assert_eq(t_i64(r, "n"), 2);
+        bson_destroy(r);
+        /* [] and [null]: no bounds, a scan, still the right answer. */
+        r = T_OK(&t, "{\"count\": \"p\", \"query\": {\"props\": []}}");
+        cr_assert_eq(t_i64(r, "n"), 1, "[%s]", t.engine);
+        bson_destroy(r);
+    }
+}
+
 Test(q_plan, covered_query_examines_no_documents)
 {
     tdb t;
