@@ -284,23 +284,53 @@ test-tsan: deps
 # libFuzzer harnesses (clang): tests/fuzz/fuzz_NAME.c, its committed seeds in
 # tests/fuzz/corpus/NAME/ and the sources it needs in FUZZ_SRCS_NAME, built
 # under ASan and UBSan into build-fuzz/ and run FUZZ_S seconds each (new
-# inputs go to build-fuzz/corpus-NAME/, the committed seeds stay as they are).
+# inputs go to build-fuzz/corpus-NAME/, the committed seeds stay as they are;
+# a crash is saved under build-fuzz/crash-NAME- and stops the run).  The
+# library is compiled once for all of them (build-fuzz/libminidoc.a, with
+# the fuzzer's coverage instrumentation):
+#   wire             the wire-message parser and compressors (server/)
+#   command          md_db_command with arbitrary documents, both engines
+#   json             md_json_parse, with a canonical-JSON round trip
+#   match, update    the matcher; the update applier (checked against its
+#                    damages and the in-place shortcut)
+#   open_mmapv1, open_btree  opening a damaged data directory, then a find
+#                    and a validate
+#   import           the import tool's JSON, JSON array, CSV and TSV readers
+# FUZZ_ONLY=NAME runs one of them.
 FUZZ_S         ?= 60
 FUZZ_CC        ?= clang
+FUZZ_FLAGS     := -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_NAMES     := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_RUN       := $(or $(FUZZ_ONLY),$(FUZZ_NAMES))
+FUZZ_LIB       := build-fuzz/libminidoc.a
 FUZZ_SRCS_wire := server/srv_wire.c server/srv_compress.c
+FUZZ_SRCS_command := $(FUZZ_LIB)
+FUZZ_SRCS_json := $(FUZZ_LIB)
+FUZZ_SRCS_match := $(FUZZ_LIB)
+FUZZ_SRCS_update := $(FUZZ_LIB)
+FUZZ_SRCS_open_mmapv1 := $(FUZZ_LIB)
+FUZZ_SRCS_open_btree := $(FUZZ_LIB)
+FUZZ_SRCS_import := $(filter-out tools/minidoc.c,$(wildcard tools/*.c)) $(FUZZ_LIB)
+build-fuzz/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link $(CPPFLAGS) -std=c11 -pthread -MMD -MP \
+	    -c $< -o $@
+$(FUZZ_LIB): $(LIB_SRCS:%.c=build-fuzz/obj/%.o)
+	rm -f $@
+	ar rcs $@ $^
 define FUZZ_RULE
-build-fuzz/fuzz_$(1): tests/fuzz/fuzz_$(1).c $$(FUZZ_SRCS_$(1))
+build-fuzz/fuzz_$(1): tests/fuzz/fuzz_$(1).c $$(FUZZ_SRCS_$(1)) $$(wildcard tests/fuzz/*.h)
 	@mkdir -p build-fuzz
-	$$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-	    $$(CPPFLAGS) -std=c11 -pthread $$^ -o $$@ $$(LDLIBS) $$(SRV_LIBS)
+	$$(FUZZ_CC) $$(FUZZ_FLAGS) -fsanitize=fuzzer \
+	    $$(CPPFLAGS) -Itools -std=c11 -pthread $$(filter-out %.h,$$^) -o $$@ $$(LDLIBS) $$(SRV_LIBS)
 endef
 $(foreach n,$(FUZZ_NAMES),$(eval $(call FUZZ_RULE,$(n))))
+-include $(wildcard build-fuzz/obj/*/*.d)
 
 fuzz:
 	@tools/deps.sh lib fuzz
-	@$(MAKE) --no-print-directory $(FUZZ_NAMES:%=build-fuzz/fuzz_%)
-	@for n in $(FUZZ_NAMES); do \
+	@$(MAKE) --no-print-directory $(FUZZ_RUN:%=build-fuzz/fuzz_%)
+	@for n in $(FUZZ_RUN); do \
 	    mkdir -p build-fuzz/corpus-$$n; \
 	    echo "fuzz $$n: $(FUZZ_S) s"; \
 	    build-fuzz/fuzz_$$n -max_total_time=$(FUZZ_S) -print_final_stats=1 \
