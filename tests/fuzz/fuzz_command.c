@@ -74,6 +74,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             close_all();
         else {
             fz_scratch_dir(); /* removed after close_all: atexit runs in reverse */
+            fz_quiet();
             atexit(close_all);
         }
         open_all();

@@ -112,6 +112,7 @@ static void fz_templates(void)
 {
     const char *s = fz_scratch_dir();
     md_error err;
+    fz_quiet();
     snprintf(fz_tmpl[0], sizeof fz_tmpl[0], "%s/clean", s);
     snprintf(fz_tmpl[1], sizeof fz_tmpl[1], "%s/crash", s);
     snprintf(fz_work, sizeof fz_work, "%s/work", s);

@@ -10,7 +10,10 @@
  *                 int32 length and validated (bson_validate) as the
  *                 server's parser does before anything reads it.
  * A document that does not read ends the list; fz_docs returns how many
- * did.  Every function here is static: each harness is one program.
+ * did.  The engines' messages for a person ("the journal is damaged
+ * before its end") are dropped by fz_quiet unless FUZZ_VERBOSE is set: a
+ * damaged directory is the normal case here.  Every function here is
+ * static: each harness is one program.
  */
 #ifndef FUZZ_UTIL_H
 #define FUZZ_UTIL_H
@@ -30,9 +33,20 @@
 
 #include <bson/bson.h>
 
+#include "eng_log.h"
 #include "minidoc.h"
 
-#define FZ_MAX_DOCS 4
+static void fz_drop_message(void *ctx, const char *msg)
+{
+    (void)ctx;
+    (void)msg;
+}
+
+static void fz_quiet(void)
+{
+    if (!getenv("FUZZ_VERBOSE"))
+        eng_log_set_sink(fz_drop_message, NULL);
+}
 
 static int fz_rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
 {
