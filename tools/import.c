@@ -705,10 +705,12 @@ static bool parse_go_date(const char *layout, const char *s, int64_t *ms)
                 utc_set = true;
                 continue;
             }
-            int sign = *s == '-' ? -1 : *s == '+' ? 1 : 0, h, m;
-            if (!sign || sscanf(s + 1, "%2d:%2d", &h, &m) != 2)
+            /* exactly +hh:mm or -hh:mm: the offset is 6 bytes long */
+            int sign = *s == '-' ? -1 : *s == '+' ? 1 : 0;
+            if (!sign || !isdigit((unsigned char)s[1]) || !isdigit((unsigned char)s[2]) ||
+                s[3] != ':' || !isdigit((unsigned char)s[4]) || !isdigit((unsigned char)s[5]))
                 return false;
-            tz = sign * (h * 60 + m);
+            tz = sign * (((s[1] - '0') * 10 + s[2] - '0') * 60 + (s[4] - '0') * 10 + s[5] - '0');
             s += 6;
             utc_set = true;
             continue;
