@@ -19,8 +19,10 @@
 #                   minidoc.h, the minidoc program and minidoc.pc under
 #                   $(DESTDIR)$(PREFIX) (PREFIX=/usr/local by default)
 #   make uninstall  removes what make install put there
-#   make fuzz       the libFuzzer harnesses (tests/fuzz/), FUZZ_S seconds
-#                   each (default 60) under ASan and UBSan
+#   make fuzz       the libFuzzer harnesses (tests/fuzz/: wire, command, json,
+#                   match, update, open_mmapv1, open_btree, import), FUZZ_S
+#                   seconds each (default 60) under ASan and UBSan;
+#                   FUZZ_ONLY=NAME runs one (see the fuzz target below)
 #   make clean
 #
 # Build modes:
