@@ -27,8 +27,10 @@
 #                   minidoc.h, the minidoc program and minidoc.pc under
 #                   $(DESTDIR)$(PREFIX) (PREFIX=/usr/local by default)
 #   make uninstall  removes what make install put there
-#   make fuzz       the libFuzzer harnesses (tests/fuzz/), FUZZ_S seconds
-#                   each (default 60) under ASan and UBSan
+#   make fuzz       the libFuzzer harnesses (tests/fuzz/: wire, command, json,
+#                   match, update, open_mmapv1, open_btree, import), FUZZ_S
+#                   seconds each (default 60) under ASan and UBSan;
+#                   FUZZ_ONLY=NAME runs one (see the fuzz target below)
 #   make clean
 #
 # Build modes:
@@ -329,31 +331,70 @@ test-tsan: deps
 # libFuzzer harnesses (clang): tests/fuzz/fuzz_NAME.c, its committed seeds in
 # tests/fuzz/corpus/NAME/ and the sources it needs in FUZZ_SRCS_NAME, built
 # under ASan and UBSan into build-fuzz/ and run FUZZ_S seconds each (new
-# inputs go to build-fuzz/corpus-NAME/, the committed seeds stay as they are).
+# inputs go to build-fuzz/corpus-NAME/, the committed seeds stay as they are;
+# a crash is saved under build-fuzz/crash-NAME- and stops the run).  The
+# library is compiled once for all of them (build-fuzz/libminidoc.a, with
+# the fuzzer's coverage instrumentation):
+#   wire             the wire-message parser and compressors (server/)
+#   command          md_db_command with arbitrary documents, both engines
+#   json             md_json_parse, with a canonical-JSON round trip
+#   match, update    the matcher; the update applier (checked against its
+#                    damages and the in-place shortcut)
+#   open_mmapv1, open_btree  opening a damaged data directory, then a find
+#                    and a validate
+#   import           the import tool's JSON, JSON array, CSV and TSV readers
+# FUZZ_ONLY=NAME runs one of them.  FUZZ_ARGS_NAME: libFuzzer options of one
+# (command and import keep a database across inputs, so the leak check after
+# every input is off for them; LeakSanitizer still runs at exit, after the
+# database is closed).
 FUZZ_S         ?= 60
 FUZZ_CC        ?= clang
+FUZZ_FLAGS     := -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_NAMES     := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_RUN       := $(or $(FUZZ_ONLY),$(FUZZ_NAMES))
+FUZZ_LIB       := build-fuzz/libminidoc.a
 FUZZ_SRCS_wire := server/srv_wire.c server/srv_compress.c
 FUZZ_SRCS_scram := server/srv_scram.c
+FUZZ_SRCS_command := $(FUZZ_LIB)
+FUZZ_SRCS_json := $(FUZZ_LIB)
+FUZZ_SRCS_match := $(FUZZ_LIB)
+FUZZ_SRCS_update := $(FUZZ_LIB)
+FUZZ_SRCS_open_mmapv1 := $(FUZZ_LIB)
+FUZZ_SRCS_open_btree := $(FUZZ_LIB)
+FUZZ_ARGS_command := -detect_leaks=0
+FUZZ_ARGS_import := -detect_leaks=0
+# (tool.c's subcommand table links the whole of tools/, the shell's server
+# database code and its generated JavaScript prelude included)
+FUZZ_SRCS_import := $(filter-out tools/minidoc.c,$(wildcard tools/*.c)) \
+	$(wildcard server/*.c) $(BUILD)/tools/shell_prelude.inc $(FUZZ_LIB)
+build-fuzz/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link $(CPPFLAGS) -std=c11 -pthread -MMD -MP \
+	    -c $< -o $@
+$(FUZZ_LIB): $(LIB_SRCS:%.c=build-fuzz/obj/%.o)
+	rm -f $@
+	ar rcs $@ $^
 define FUZZ_RULE
-build-fuzz/fuzz_$(1): tests/fuzz/fuzz_$(1).c $$(FUZZ_SRCS_$(1))
+build-fuzz/fuzz_$(1): tests/fuzz/fuzz_$(1).c $$(FUZZ_SRCS_$(1)) $$(wildcard tests/fuzz/*.h)
 	@mkdir -p build-fuzz
-	$$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-	    $$(CPPFLAGS) -std=c11 -pthread $$^ -o $$@ $$(LDLIBS) $$(SRV_LIBS)
+	$$(FUZZ_CC) $$(FUZZ_FLAGS) -fsanitize=fuzzer \
+	    $$(CPPFLAGS) -Itools -I$(BUILD)/tools -std=c11 -pthread $$(filter %.c %.a,$$^) -o $$@ \
+	    $$(LDLIBS) $$(SRV_LIBS) $$(if $$(filter tools/shell.c,$$^),$$(SHELL_LIBS))
 endef
 $(foreach n,$(FUZZ_NAMES),$(eval $(call FUZZ_RULE,$(n))))
+-include $(wildcard build-fuzz/obj/*/*.d)
+
+# one harness's run, one shell line
+FUZZ_RUN_ONE = mkdir -p build-fuzz/corpus-$(1) && echo "fuzz $(1): $(FUZZ_S) s" && \
+	{ build-fuzz/fuzz_$(1) -max_total_time=$(FUZZ_S) -print_final_stats=1 $(FUZZ_ARGS_$(1)) \
+	      -artifact_prefix=build-fuzz/crash-$(1)- build-fuzz/corpus-$(1) tests/fuzz/corpus/$(1) \
+	      2>build-fuzz/fuzz_$(1).log || { tail -40 build-fuzz/fuzz_$(1).log; exit 1; }; } && \
+	grep -E '^\#[0-9]+.*DONE|stat::number_of_executed_units' build-fuzz/fuzz_$(1).log | tail -2
 
 fuzz:
 	@tools/deps.sh lib fuzz
-	@$(MAKE) --no-print-directory $(FUZZ_NAMES:%=build-fuzz/fuzz_%)
-	@for n in $(FUZZ_NAMES); do \
-	    mkdir -p build-fuzz/corpus-$$n; \
-	    echo "fuzz $$n: $(FUZZ_S) s"; \
-	    build-fuzz/fuzz_$$n -max_total_time=$(FUZZ_S) -print_final_stats=1 \
-	        -artifact_prefix=build-fuzz/crash-$$n- build-fuzz/corpus-$$n tests/fuzz/corpus/$$n \
-	        2>build-fuzz/fuzz_$$n.log || { tail -40 build-fuzz/fuzz_$$n.log; exit 1; }; \
-	    grep -E '^#[0-9]+.*DONE|stat::number_of_executed_units|cov:' build-fuzz/fuzz_$$n.log | tail -3; \
-	done
+	@$(MAKE) --no-print-directory $(FUZZ_RUN:%=build-fuzz/fuzz_%)
+	@$(foreach n,$(FUZZ_RUN),$(call FUZZ_RUN_ONE,$(n)) && ) true
 
 clean:
 	rm -rf build build-*

@@ -43,6 +43,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <snappy-c.h>
+
 #include "bt_int.h"
 
 #define LOG_MAGIC "MDBTLOG1"
@@ -219,17 +221,25 @@ int bt_log_decode(const uint8_t *rec, size_t avail, uint64_t lsn, bt_buf *body,
     uint32_t ck = eng_crc32c(eng_crc32c(0, h, BT_LOG_RHDR), rec + BT_LOG_RHDR, len - BT_LOG_RHDR);
     if (ck != rd32(rec + 4))
         return MD_ECORRUPT;
-    body->n = 0;
-    if (buf_reserve(body, mem + 1))
-        return MD_ENOMEM;
+    /* the body's length must be the one its bytes give before any memory
+     * is reserved for it: a damaged mem (with a matching crc) could
+     * otherwise ask for up to 4 GB */
     const uint8_t *src = rec + BT_LOG_RHDR;
-    size_t stored = len - BT_LOG_RHDR, got = 0;
+    size_t stored = len - BT_LOG_RHDR, got = 0, ulen;
     if (rec[20] == BT_COMP_NONE) {
         if (stored != mem)
             return MD_ECORRUPT;
-        memcpy(body->p, src, mem);
     } else if (rec[20] != BT_COMP_SNAPPY ||
-               bt_compressor_by_id(BT_COMP_SNAPPY)->decompress(src, stored, body->p, mem,
+               snappy_uncompressed_length((const char *)src, stored, &ulen) != SNAPPY_OK ||
+               ulen != mem) {
+        return MD_ECORRUPT;
+    }
+    body->n = 0;
+    if (buf_reserve(body, mem + 1))
+        return MD_ENOMEM;
+    if (rec[20] == BT_COMP_NONE) {
+        memcpy(body->p, src, mem);
+    } else if (bt_compressor_by_id(BT_COMP_SNAPPY)->decompress(src, stored, body->p, mem,
                                                                &got) != 0 ||
                got != mem) {
         return MD_ECORRUPT;

@@ -80,6 +80,14 @@ int bt_ent_set(bt_ent *en, const uint8_t *key, uint32_t klen, eng_rid rid, const
     return 0;
 }
 
+/* A leaf cell's rid as the difference from the previous cell's, in two's
+ * complement: any two rids have one (a damaged or extreme rid must not
+ * overflow), and parse_cell adds it back the same way. */
+static int64_t rid_delta(const bt_ent *en, const bt_ent *prev)
+{
+    return (int64_t)((uint64_t)en->rid - (uint64_t)(prev ? prev->rid : 0));
+}
+
 /* Upper bound of the entry's cell. */
 size_t bt_ent_disk(const bt_page *p, const bt_ent *en, uint32_t ovfl_min)
 {
@@ -100,7 +108,7 @@ static size_t cell_size(const bt_tree *t, const bt_page *p, const bt_ent *en,
     uint32_t pfx = 0;
     while (prev && pfx < en->klen && pfx < prev->klen && en->key[pfx] == prev->key[pfx])
         pfx++;
-    int64_t d = en->rid - (prev ? prev->rid : 0);
+    int64_t d = rid_delta(en, prev);
     size_t n = 1 + bt_vpack(tmp, pfx) + bt_vpack(tmp, en->klen - pfx) + (en->klen - pfx) +
                bt_vpack(tmp, ((uint64_t)d << 1) ^ (uint64_t)(d >> 63));
     if (en->has_val)
@@ -246,7 +254,7 @@ static uint8_t *put_leaf_cell(bt_tree *t, uint8_t *q, const bt_ent *en, const bt
     if (prev)
         while (pfx < en->klen && pfx < prev->klen && en->key[pfx] == prev->key[pfx])
             pfx++;
-    int64_t d = en->rid - (prev ? prev->rid : 0);
+    int64_t d = rid_delta(en, prev);
     uint64_t zz = ((uint64_t)d << 1) ^ (uint64_t)(d >> 63);
     *q++ = !en->has_val ? 0 : en->addr.off ? 2 : 1;
     q += bt_vpack(q, pfx);
@@ -366,8 +374,8 @@ static int parse_cell(bt_tree *t, int type, const uint8_t **pp, const uint8_t *e
     if (bt_vunpack(&p, end, &zz))
         return MD_ECORRUPT;
     int64_t rid = (int64_t)(zz >> 1) ^ -(int64_t)(zz & 1);
-    if (type == BT_PAGE_LEAF && prev)
-        rid += prev->rid;
+    if (type == BT_PAGE_LEAF && prev) /* the delta wraps, as rid_delta made it */
+        rid = (int64_t)((uint64_t)rid + (uint64_t)prev->rid);
     const uint8_t *val = NULL;
     if (type == BT_PAGE_INT || ct == 2) {
         if (end - p < (type == BT_PAGE_INT ? 16 : 20))

@@ -58,6 +58,7 @@ const char *md_code_name(int code)
         {28, "PathNotViable"},
         {29, "NonExistentPath"},
         {30, "InvalidPath"},
+        {34, "CannotBackfillArray"},
         {39, "FileStreamFailed"},
         {40, "ConflictingUpdateOperators"},
         {43, "CursorNotFound"},

@@ -47,8 +47,8 @@ static int get_count(const bson_iter_t *it, const char *label, int64_t *out, md_
         return q_err(err, MD_EINVAL, MD_CODE_FAILED_TO_PARSE,
                      "Failed to parse: '%s' field must be numeric.", bson_iter_key(it));
     d = bson_iter_as_double(it);
-    if (!q_iter_int64(it, out))
-        *out = (int64_t)d;
+    if (!q_iter_int64(it, out)) /* a fraction truncates; past int64 saturates */
+        *out = d != d ? 0 : d > 9.2e18 ? INT64_MAX : d < -9.2e18 ? INT64_MIN : (int64_t)d;
     if (*out < 0 || d < 0)
         return q_err(err, MD_EINVAL, MD_CODE_BAD_VALUE, "%s value must be non-negative",
                      label);

@@ -10,6 +10,11 @@
 #include "q_uarr.h"
 
 #define Q_DAMAGE_GAP 8 /* equal bytes that still join two changed ranges */
+/* An update may pad an array with at most this many nulls to reach the
+ * index it names ("a.5000000" on a short array): CannotBackfillArray (34),
+ * as MongoDB's kMaxPaddingAllowed. */
+#define Q_MAX_ARRAY_PADDING 1500000u
+#define Q_CODE_CANNOT_BACKFILL_ARRAY 34
 
 typedef enum q_uop {
     QU_SET, QU_UNSET, QU_INC, QU_MUL, QU_MIN, QU_MAX, QU_SET_ON_INSERT,

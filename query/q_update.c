@@ -1077,6 +1077,7 @@ static void emit_slot(q_buf *dst, const q_buf *slot, uint32_t i)
  * creation pads with nulls up to its index; a later child that lands on a
  * padding null applies to that null (as it would in MongoDB's in-place
  * mutable document).  slot[j] holds index len + j (empty: a padding null).
+ * More than Q_MAX_ARRAY_PADDING nulls at once is CannotBackfillArray.
  */
 static int apply_beyond(q_uctx *c, q_kref *k, size_t nk, uint32_t len, q_buf *dst)
 {
@@ -1090,6 +1091,11 @@ static int apply_beyond(q_uctx *c, q_kref *k, size_t nk, uint32_t len, q_buf *ds
     for (size_t i = 0; !rc && i < nk; i++) {
         if (k[i].done || !kref_index(k[i].name, &idx))
             continue;
+        if (idx >= vlen && idx - vlen > Q_MAX_ARRAY_PADDING) {
+            rc = md_error_set(c->err, MD_EINVAL, Q_CODE_CANNOT_BACKFILL_ARRAY,
+                              "can't backfill more than %u elements", Q_MAX_ARRAY_PADDING);
+            break;
+        }
         q_buf tmp;
         q_buf_init(&tmp);
         if (idx < vlen)

@@ -89,6 +89,8 @@ typedef struct im_state {
     /* progress */
     bool tty;
     double t0, last;
+    FILE *msgs;    /* where the per-line errors go: stderr, or the caller's */
+    char *ufields; /* the --upsertFields list, cut into upsert[] */
 } im_state;
 
 static void im_usage(FILE *f)
@@ -285,7 +287,7 @@ static void doc_error(im_state *st, long line, const char *msg)
 {
     if (st->tty)
         fputc('\n', stderr);
-    fprintf(stderr, "%s: line %ld: %s\n", PROG, line, msg);
+    fprintf(st->msgs, "%s: line %ld: %s\n", PROG, line, msg);
     st->failed++;
     if (st->o->stop_on_error)
         st->stop = true;
@@ -703,10 +705,12 @@ static bool parse_go_date(const char *layout, const char *s, int64_t *ms)
                 utc_set = true;
                 continue;
             }
-            int sign = *s == '-' ? -1 : *s == '+' ? 1 : 0, h, m;
-            if (!sign || sscanf(s + 1, "%2d:%2d", &h, &m) != 2)
+            /* exactly +hh:mm or -hh:mm: the offset is 6 bytes long */
+            int sign = *s == '-' ? -1 : *s == '+' ? 1 : 0;
+            if (!sign || !isdigit((unsigned char)s[1]) || !isdigit((unsigned char)s[2]) ||
+                s[3] != ':' || !isdigit((unsigned char)s[4]) || !isdigit((unsigned char)s[5]))
                 return false;
-            tz = sign * (h * 60 + m);
+            tz = sign * (((s[1] - '0') * 10 + s[2] - '0') * 60 + (s[4] - '0') * 10 + s[5] - '0');
             s += 6;
             utc_set = true;
             continue;
@@ -893,7 +897,7 @@ static int build(im_state *st, bson_t *doc, char **vals, int n, int *idx, int m,
 static int add_field_spec(im_state *st, const char *spec)
 {
     if (st->nf == MAX_FIELDS) {
-        fprintf(stderr, "%s: more than %d fields\n", PROG, MAX_FIELDS);
+        fprintf(st->msgs, "%s: more than %d fields\n", PROG, MAX_FIELDS);
         return -1;
     }
     im_field *f = &st->f[st->nf++];
@@ -905,7 +909,7 @@ static int add_field_spec(im_state *st, const char *spec)
     const char *open = strchr(spec, '(');
     size_t n = strlen(spec);
     if (!open || n == 0 || spec[n - 1] != ')') {
-        fprintf(stderr, "%s: field '%s' has no type: with --columnsHaveTypes each field is "
+        fprintf(st->msgs, "%s: field '%s' has no type: with --columnsHaveTypes each field is "
                 "name.type()\n", PROG, spec);
         return -1;
     }
@@ -913,7 +917,7 @@ static int add_field_spec(im_state *st, const char *spec)
     while (dot > spec && *dot != '.')
         dot--;
     if (*dot != '.') {
-        fprintf(stderr, "%s: field '%s' has no type\n", PROG, spec);
+        fprintf(st->msgs, "%s: field '%s' has no type\n", PROG, spec);
         return -1;
     }
     f->name = strndup(spec, (size_t)(dot - spec));
@@ -926,7 +930,7 @@ static int add_field_spec(im_state *st, const char *spec)
     for (int k = 0; known[k]; k++)
         if (strcmp(f->type, known[k]) == 0)
             return 0;
-    fprintf(stderr, "%s: field '%s': unknown type '%s'\n", PROG, spec, f->type);
+    fprintf(st->msgs, "%s: field '%s': unknown type '%s'\n", PROG, spec, f->type);
     return -1;
 }
 
@@ -1006,96 +1010,150 @@ static void import_csv(im_state *st)
     }
 }
 
-int tool_import_main(int argc, char **argv)
+/* ---- running an import ------------------------------------------------------------ */
+
+/* Everything the options say before any input is read: the collection
+ * (default: the file's name without its extension, into coll[256]), the
+ * field list (--fields, --fieldFile) and the upsert fields.  0, or the
+ * exit status (message printed on st->msgs). */
+static int im_prepare(im_state *st, im_opts *o, char *coll, FILE *msgs)
 {
-    im_opts o;
-    if (parse(argc, argv, &o) != 0) {
-        im_usage(stderr);
-        return 2;
-    }
-    im_state st = {.o = &o, .line = 1};
-    char coll[256];
-    if (!o.coll) {
-        const char *base = strrchr(o.file, '/');
-        base = base ? base + 1 : o.file;
-        snprintf(coll, sizeof coll, "%s", base);
+    memset(st, 0, sizeof *st);
+    st->o = o;
+    st->line = 1;
+    st->msgs = msgs;
+    bson_init(&st->batch);
+    if (!o->coll) {
+        const char *base = strrchr(o->file, '/');
+        base = base ? base + 1 : o->file;
+        snprintf(coll, 256, "%s", base);
         char *dot = strrchr(coll, '.');
         if (dot && dot != coll)
             *dot = '\0';
-        o.coll = coll;
+        o->coll = coll;
     }
-    if (o.fields && fields_from_list(&st, o.fields, ',') != 0)
+    if (o->fields && fields_from_list(st, o->fields, ',') != 0)
         return 2;
-    if (o.field_file) {
-        char *text = tool_slurp(o.field_file, false, NULL);
+    if (o->field_file) {
+        char *text = tool_slurp(o->field_file, false, NULL);
         if (!text) {
-            fprintf(stderr, "%s: cannot read %s: %s\n", PROG, o.field_file, strerror(errno));
+            fprintf(msgs, "%s: cannot read %s: %s\n", PROG, o->field_file, strerror(errno));
             return 1;
         }
-        int rc = fields_from_list(&st, text, '\n');
+        int rc = fields_from_list(st, text, '\n');
         free(text);
         if (rc != 0)
             return 2;
     }
-    st.nupsert = 0;
-    char *ufields = strdup(o.upsert_fields ? o.upsert_fields : "_id");
-    for (char *save, *t = strtok_r(ufields, ",", &save); t && st.nupsert < 32;
+    st->ufields = strdup(o->upsert_fields ? o->upsert_fields : "_id");
+    for (char *save, *t = strtok_r(st->ufields, ",", &save); t && st->nupsert < 32;
          t = strtok_r(NULL, ",", &save))
-        st.upsert[st.nupsert++] = t;
+        st->upsert[st->nupsert++] = t;
+    return 0;
+}
+
+/* With st->db and st->in open: --drop, then every document of the input
+ * and the last batch. */
+static void im_run(im_state *st)
+{
+    const im_opts *o = st->o;
+    if (o->drop) {
+        bson_t cmd, reply;
+        md_error err;
+        bson_init(&cmd);
+        BSON_APPEND_UTF8(&cmd, "drop", o->coll);
+        if (tool_command(st->db, &cmd, &reply, &err) != 0 &&
+            err.code != MD_CODE_NAMESPACE_NOT_FOUND)
+            fprintf(st->msgs, "%s: cannot drop %s: %s\n", PROG, o->coll, err.message);
+        else
+            fprintf(st->msgs, "dropping: %s.%s\n", md_db_name(st->db), o->coll);
+        bson_destroy(&cmd);
+        bson_destroy(&reply);
+    }
+    st->tty = st->msgs == stderr && isatty(2);
+    st->t0 = st->last = now();
+    st->lines = malloc(sizeof(long) * (size_t)(o->batch + 1));
+    if (o->type == IM_JSON)
+        import_json(st);
+    else
+        import_csv(st);
+    if (!st->stop || st->nbatch > 0) {
+        bool stop = st->stop;
+        flush(st);
+        st->stop = stop || st->stop;
+    }
+    progress(st, true);
+}
+
+static void im_cleanup(im_state *st)
+{
+    for (int k = 0; k < st->nf; k++) {
+        free(st->f[k].name);
+        free(st->f[k].type);
+        free(st->f[k].arg);
+    }
+    free(st->lines);
+    free(st->buf);
+    free(st->ufields);
+    bson_destroy(&st->batch);
+}
+
+int tool_import_main(int argc, char **argv)
+{
+    im_opts o;
+    im_state st;
+    char coll[256];
+    if (parse(argc, argv, &o) != 0) {
+        im_usage(stderr);
+        return 2;
+    }
+    int rc = im_prepare(&st, &o, coll, stderr);
+    if (rc != 0) {
+        im_cleanup(&st);
+        return rc;
+    }
     const char *path = o.file ? o.file : "-";
     if (tool_stream_open(&st.in, path, false, false) != 0) {
         fprintf(stderr, "%s: cannot read %s: %s\n", PROG, path, strerror(errno));
-        free(ufields);
+        im_cleanup(&st);
         return 1;
     }
     st.db = tool_open_db(&o.db, true, PROG);
     if (!st.db) {
         tool_stream_close(&st.in);
-        free(ufields);
+        im_cleanup(&st);
         return 1;
     }
-    if (o.drop) {
-        bson_t cmd, reply;
-        md_error err;
-        bson_init(&cmd);
-        BSON_APPEND_UTF8(&cmd, "drop", o.coll);
-        if (tool_command(st.db, &cmd, &reply, &err) != 0 &&
-            err.code != MD_CODE_NAMESPACE_NOT_FOUND)
-            fprintf(stderr, "%s: cannot drop %s: %s\n", PROG, o.coll, err.message);
-        else
-            fprintf(stderr, "dropping: %s.%s\n", md_db_name(st.db), o.coll);
-        bson_destroy(&cmd);
-        bson_destroy(&reply);
-    }
-    st.tty = isatty(2);
-    st.t0 = st.last = now();
-    bson_init(&st.batch);
-    st.lines = malloc(sizeof(long) * (size_t)(o.batch + 1));
-    if (o.type == IM_JSON)
-        import_json(&st);
-    else
-        import_csv(&st);
-    if (!st.stop || st.nbatch > 0) {
-        bool stop = st.stop;
-        flush(&st);
-        st.stop = stop || st.stop;
-    }
-    progress(&st, true);
+    im_run(&st);
     bool read_failed = st.in.failed;
     tool_stream_close(&st.in);
     if (read_failed)
         fprintf(stderr, "%s: read error on %s\n", PROG, path);
     fprintf(stderr, "%lld document(s) imported successfully. %lld document(s) failed to "
             "import.\n", (long long)st.imported, (long long)st.failed);
-    for (int k = 0; k < st.nf; k++) {
-        free(st.f[k].name);
-        free(st.f[k].type);
-        free(st.f[k].arg);
-    }
-    free(st.lines);
-    free(st.buf);
-    free(ufields);
-    bson_destroy(&st.batch);
+    im_cleanup(&st);
     md_db_close(st.db);
     return st.failed > 0 || read_failed ? 1 : 0;
+}
+
+int tool_import_stream(md_db *db, int argc, char **argv, FILE *in, FILE *msgs,
+                       int64_t *imported, int64_t *failed)
+{
+    im_opts o;
+    im_state st;
+    char coll[256];
+    *imported = *failed = 0;
+    if (parse(argc, argv, &o) != 0)
+        return 2;
+    int rc = im_prepare(&st, &o, coll, msgs);
+    if (rc == 0) {
+        st.in.f = in;
+        st.db = db;
+        im_run(&st);
+        *imported = st.imported;
+        *failed = st.failed;
+        rc = st.failed > 0 || st.in.failed ? 1 : 0;
+    }
+    im_cleanup(&st);
+    return rc;
 }

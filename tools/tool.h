@@ -44,6 +44,13 @@ int tool_import_main(int argc, char **argv);
 int tool_export_main(int argc, char **argv);
 int tool_inspect_main(int argc, char **argv);
 int tool_shell_main(int argc, char **argv); /* shell.c (tools/shell.h) */
+/* The import of tool_import_main on an open database, its input read from
+ * `in` instead of --file and its per-line messages written to `msgs`
+ * (--dbpath and the other database options are ignored; --collection is
+ * then required).  Returns the exit status, with the counts of its
+ * summary line in *imported and *failed.  The fuzz harness's entry. */
+int tool_import_stream(md_db *db, int argc, char **argv, FILE *in, FILE *msgs,
+                       int64_t *imported, int64_t *failed);
 
 /* "--name value" or "--name=value" at argv[*i]: the value (advancing *i
  * past a separate value), else NULL. */

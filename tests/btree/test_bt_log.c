@@ -135,6 +135,40 @@ Test(bt_log_format, damaged_torn_or_misplaced_records_are_rejected)
     bt_buf_free(&back);
 }
 
+/* Found by tests/fuzz/fuzz_open_btree.c: a record whose uncompressed
+ * length field was damaged, its crc32c made to match, reserved that many
+ * bytes (up to 4 GB) before the body was looked at.  The length must be
+ * the one the body gives: the stored length when raw, snappy's own
+ * header when compressed. */
+Test(bt_log_format, a_damaged_body_length_is_refused_before_any_allocation)
+{
+    bt_buf body = {0}, rec = {0}, back = {0};
+    uint8_t v[300];
+    size_t len;
+    memset(v, 'v', sizeof v);
+    bt_log_op(&body, BT_LOG_PUT, "c", NULL, 0, 3, v, sizeof v, true);
+    for (int comp = 0; comp < 2; comp++) {
+        static const uint32_t lies[] = {0xfffffebbu, 1u << 31, 100000000u, 1, 0};
+        BOK(bt_log_encode(77, body.p, body.n, comp, &rec));
+        cr_assert_eq(rec.p[20], comp ? BT_COMP_SNAPPY : BT_COMP_NONE);
+        for (size_t i = 0; i < sizeof lies / sizeof *lies; i++) {
+            uint32_t mem = lies[i];
+            for (int b = 0; b < 4; b++)
+                rec.p[16 + b] = (uint8_t)(mem >> (8 * b));
+            memset(rec.p + 4, 0, 4);
+            uint32_t ck = eng_crc32c(0, rec.p, rec.n);
+            for (int b = 0; b < 4; b++)
+                rec.p[4 + b] = (uint8_t)(ck >> (8 * b));
+            cr_assert_eq(bt_log_decode(rec.p, rec.n, 77, &back, &len), MD_ECORRUPT,
+                         "length %u accepted", mem);
+            cr_assert_lt(back.cap, 1u << 20, "%zu bytes reserved for length %u", back.cap, mem);
+        }
+    }
+    bt_buf_free(&body);
+    bt_buf_free(&rec);
+    bt_buf_free(&back);
+}
+
 /* A record store, an index and a catalog entry written after the last
  * checkpoint come back from the log. */
 static void write_set(eng_rid *rids, int n, int seed, bool durable)

@@ -441,6 +441,28 @@ Test(q_cmd, find_batches_and_single_batch)
     }
 }
 
+/* Found by tests/fuzz/fuzz_command.c (UBSan): a skip, limit or batchSize
+ * double past int64 was converted to int64_t, which is undefined; it
+ * saturates now, as MongoDB's safeNumberLong. */
+Test(q_cmd, find_counts_past_int64_saturate)
+{
+    tdb t;
+    FOR_EACH_ENGINE(t) {
+        insert_range(&t, "c", 0, 5);
+        bson_t *r = T_OK(&t, "{\"find\": \"c\", \"batchSize\": 2.2e23, \"limit\": 1e300}");
+        cr_assert_eq(t_len(r, "cursor.firstBatch"), 5);
+        cr_assert_eq(t_i64(r, "cursor.id"), 0);
+        bson_destroy(r);
+        r = T_OK(&t, "{\"find\": \"c\", \"skip\": 9.3e18}");
+        cr_assert_eq(t_len(r, "cursor.firstBatch"), 0);
+        bson_destroy(r);
+        r = T_OK(&t, "{\"find\": \"c\", \"skip\": 2.5, \"limit\": 1.9}");
+        cr_assert_eq(t_len(r, "cursor.firstBatch"), 1, "fractions truncate");
+        bson_destroy(r);
+        T_ERR(&t, 2, "Skip value must be non-negative", "{\"find\": \"c\", \"skip\": -1e300}");
+    }
+}
+
 /* Documents written between batches: deleted ones vanish, untouched ones
  * are each returned exactly once. */
 Test(q_cmd, get_more_with_writes_between)

@@ -642,3 +642,32 @@ Test(q_update, random_updates_give_valid_documents_or_coded_errors)
     }
     cr_assert_gt(applied, 1000);
 }
+
+/* Found by tests/fuzz/fuzz_update.c: "arr.709551615" on a short array
+ * allocated a slot per padding null (tens of GB) before any size check.
+ * MongoDB pads at most 1,500,000 nulls: CannotBackfillArray (34). */
+Test(q_update, padding_an_array_is_limited_as_in_mongodb)
+{
+    apply_err("{\"$set\": {\"arr.709551615\": 1}}", "{\"arr\": [{\"x\": 1}, {\"x\": 5}]}", 34,
+              "can't backfill more than 1500000 elements");
+    apply_err("{\"$set\": {\"a.1500002\": 1}}", "{\"a\": [0]}", 34, NULL);
+    apply_err("{\"$set\": {\"a.0.999999999\": 1}}", "{\"a\": [[]]}", 34, NULL);
+    apply_err("{\"$set\": {\"a.5\": 1, \"a.1500008\": 1}}", "{\"a\": []}", 34, NULL);
+    /* exactly the limit is allowed */
+    bson_t *u = J("{\"$set\": {\"a.1500001\": true}}"), *d = J("{\"a\": [0]}"), out;
+    q_update *q;
+    md_error err;
+    bool changed;
+    cr_assert_eq(q_update_new(u, &q, &err), 0);
+    cr_assert_eq(q_update_apply(q, d, false, &out, &changed, NULL, &err), 0, "%s", err.message);
+    bson_iter_t it, a;
+    cr_assert(bson_iter_init_find(&it, &out, "a") && bson_iter_recurse(&it, &a));
+    uint32_t n = 0;
+    while (bson_iter_next(&a))
+        n++;
+    cr_assert_eq(n, 1500002);
+    bson_destroy(&out);
+    q_update_destroy(q);
+    bson_destroy(u);
+    bson_destroy(d);
+}

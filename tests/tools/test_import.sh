@@ -86,6 +86,17 @@ expect_status "typed column that does not convert" 1 $?
 expect "typed error line" "$(cat "$T/err")" "line 2: column 'a': could not parse 'zz' as int32"
 out=$(md export --dbpath "$T/csv" -c typed --jsonFormat canonical --fields a,b,c,d,e,f,g,h 2>/dev/null)
 expect "columnsHaveTypes" "$out" '"a":{"$numberInt":"1"},"b":"007","c":{"$date":{"$numberLong":"1580688000000"}},"d":true,"e":{"$binary":{"base64":"Cv8=","subType":"00"}},"f":{"$numberDecimal":"1.10"},"g":{"$numberLong":"5"},"h":{"$numberDouble":"2.5"}'
+# a zone offset is exactly +hh:mm / -hh:mm; a shorter one at the end of the
+# value was read past its end (found by tests/fuzz/fuzz_import.c)
+printf '2021-03-04T05:06:07+02:00\n2021-03-04T05:06:07+02:0\n2021-03-04T05:06:07+ 2:-1\n2021-03-04T05:06:07Z\n' >"$T/tz.csv"
+md import --dbpath "$T/csv" -c tz --type csv --columnsHaveTypes \
+    --fields 'd.date(2006-01-02T15:04:05Z07:00)' --file "$T/tz.csv" 2>"$T/err"
+expect_status "short zone offsets" 1 $?
+expect "short zone offset" "$(cat "$T/err")" "line 2: column 'd': could not parse '2021-03-04T05:06:07+02:0'"
+expect "spaced zone offset" "$(cat "$T/err")" "line 3: column 'd': could not parse '2021-03-04T05:06:07+ 2:-1'"
+out=$(md export --dbpath "$T/csv" -c tz --jsonFormat canonical --fields d --sort '{"d": 1}' 2>/dev/null)
+expect "zone offset +02:00" "$out" '"d":{"$date":{"$numberLong":"1614827167000"}}'
+expect "zone Z" "$out" '"d":{"$date":{"$numberLong":"1614834367000"}}'
 printf 'a,b\n"unclosed,1\n' >"$T/badq.csv"
 out=$(md import --dbpath "$T/csv" -c badq --type csv --headerline "$T/badq.csv" 2>&1)
 expect_status "bad csv quote" 1 $?
