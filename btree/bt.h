@@ -7,7 +7,8 @@
  * verifier and a crash hook for checkpoints.
  *
  * Open options (the "btree" subdocument of the open options):
- *   cacheSizeMB            page cache size in MB (default 100)
+ *   cacheSizeMB            page cache size in MB (default: MongoDB 3.4's for
+ *                          WiredTiger, half of (RAM - 1 GB), at least 256)
  *   cacheSize              the same in bytes (wins over cacheSizeMB)
  *   blockCompressor        "none" | "snappy" (default) | "zstd"
  *   checkpointIntervalSecs periodic checkpoint, checked at commit (60)

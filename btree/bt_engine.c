@@ -231,11 +231,21 @@ static int lock_dir(bt_engine *e, md_error *err)
     return 0;
 }
 
+/* WiredTiger's default cache in MongoDB 3.4: half of (RAM - 1 GB), at
+ * least 256 MB.  A bound, not an allocation: the cache grows to it. */
+static size_t default_cache_max(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+    size_t floor_ = (size_t)256 << 20, ram = pages > 0 && psize > 0 ? (size_t)pages * psize : 0;
+    size_t half = ram > ((size_t)1 << 30) ? (ram - ((size_t)1 << 30)) / 2 : 0;
+    return half > floor_ ? half : floor_;
+}
+
 /* Parse the "btree" subdocument of the open options. */
 static int parse_opts(bt_engine *e, const bson_t *opts, md_error *err)
 {
     bson_iter_t it, sub;
-    e->cache_max = (size_t)100 << 20;
+    e->cache_max = default_cache_max();
     e->ckpt_interval = 60;
     e->default_comp = bt_compressor_find("snappy");
     e->log.on = true;

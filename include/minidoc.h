@@ -179,7 +179,8 @@ typedef struct md_db md_db;
  *                  close), journalFileSize: bytes (1 GB)}   (mmapv1)
  *                 {firstFileSize: bytes, nsSize: bytes, debugRemapOnGrow,
  *                  debugCheckViews: bool}        test knobs (mmapv1)
- *   btree         {cacheSizeMB, blockCompressor: "snappy"|"zstd"|"none",
+ *   btree         {cacheSizeMB (half of RAM - 1 GB, at least 256),
+ *                  blockCompressor: "snappy"|"zstd"|"none",
  *                  checkpointIntervalSecs, log: bool (true),
  *                  commitIntervalMs (100), logFileSizeMB (100),
  *                  checkpointLogSizeMB (2048)}  (btree; see btree/bt.h)
