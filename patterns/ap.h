@@ -282,6 +282,31 @@ typedef struct ap_tx_opts {
     bool payment_fails;     /* checkout: collect_payment raises */
 } ap_tx_opts;
 
+/* A protocol's writes, counted for its failure point. */
+typedef struct ap_steps {
+    int done, crash_after;
+} ap_steps;
+
+/* Count one write: true when the client "dies" after it. */
+static inline bool ap_crash_now(ap_steps *s)
+{
+    return s->crash_after > 0 && ++s->done >= s->crash_after;
+}
+
+/* Run one write of a protocol (expr sets nothing but its status): on an
+ * error, or when the failure point is reached (rc = AP_CRASHED), go to the
+ * caller's `out` label with `rc` set. */
+#define AP_WRITE(s, expr)                                                             \
+    do {                                                                              \
+        rc = (expr);                                                                  \
+        if (rc)                                                                       \
+            goto out;                                                                 \
+        if (ap_crash_now(s)) {                                                        \
+            rc = AP_CRASHED;                                                          \
+            goto out;                                                                 \
+        }                                                                             \
+    } while (0)
+
 /* Complex updates: orders {_id, total, items: [{sku, price, qty}]}. */
 int ap_order_increase_qty(md_db *db, const char *order_id, const char *sku, double price,
                           int32_t qty, md_error *err);

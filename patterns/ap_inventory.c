@@ -50,26 +50,6 @@
 #define PRODUCT "product"
 #define CART "cart"
 
-typedef struct steps {
-    int done, crash_after;
-} steps;
-
-static bool crash_now(steps *s)
-{
-    return s->crash_after > 0 && ++s->done >= s->crash_after;
-}
-
-#define WRITE(s, expr)                                                                \
-    do {                                                                              \
-        rc = (expr);                                                                  \
-        if (rc)                                                                       \
-            goto out;                                                                 \
-        if (crash_now(s)) {                                                           \
-            rc = AP_CRASHED;                                                          \
-            goto out;                                                                 \
-        }                                                                             \
-    } while (0)
-
 int ap_inv_create_indexes(md_db *db, md_error *err)
 {
     static const char *const pk[] = {"carted.cart_id", "carted.timestamp"};
@@ -113,7 +93,7 @@ static int refused(md_error *err, const char *what)
 int ap_inv_add_item(md_db *db, int64_t cart_id, const char *sku, int32_t qty,
                     const ap_tx_opts *o, md_error *err)
 {
-    steps s = {0, o ? o->crash_after : 0};
+    ap_steps s = {0, o ? o->crash_after : 0};
     int64_t now = pt_now_ms();
     bool ok;
     int rc;
@@ -127,14 +107,14 @@ int ap_inv_add_item(md_db *db, int64_t cart_id, const char *sku, int32_t qty,
                           "timestamp", BCON_DATE_TIME(now), "}", "}");
     bson_t *q3 = BCON_NEW("_id", BCON_INT64(cart_id));
     bson_t *u3 = BCON_NEW("$pull", "{", "items", "{", "sku", BCON_UTF8(sku), "}", "}");
-    WRITE(&s, ap_update(db, CART, q1, u1, false, false, &ok, NULL, NULL, NULL, err));
+    AP_WRITE(&s, ap_update(db, CART, q1, u1, false, false, &ok, NULL, NULL, NULL, err));
     if (!ok) {
         rc = refused(err, "CartInactive");
         goto out;
     }
-    WRITE(&s, ap_update(db, PRODUCT, q2, u2, false, false, &ok, NULL, NULL, NULL, err));
+    AP_WRITE(&s, ap_update(db, PRODUCT, q2, u2, false, false, &ok, NULL, NULL, NULL, err));
     if (!ok) {
-        WRITE(&s, ap_update(db, CART, q3, u3, false, false, NULL, NULL, NULL, NULL, err));
+        AP_WRITE(&s, ap_update(db, CART, q3, u3, false, false, NULL, NULL, NULL, NULL, err));
         rc = refused(err, "InadequateInventory");
     }
 out:
@@ -150,7 +130,7 @@ out:
 int ap_inv_update_quantity(md_db *db, int64_t cart_id, const char *sku, int32_t old_qty,
                            int32_t new_qty, const ap_tx_opts *o, md_error *err)
 {
-    steps s = {0, o ? o->crash_after : 0};
+    ap_steps s = {0, o ? o->crash_after : 0};
     int64_t now = pt_now_ms();
     int32_t delta = new_qty - old_qty;
     bool ok;
@@ -166,14 +146,14 @@ int ap_inv_update_quantity(md_db *db, int64_t cart_id, const char *sku, int32_t 
                           BCON_DATE_TIME(now), "}");
     bson_t *q3 = BCON_NEW("_id", BCON_INT64(cart_id), "items.sku", BCON_UTF8(sku));
     bson_t *u3 = BCON_NEW("$inc", "{", "items.$.qty", BCON_INT32(-delta), "}");
-    WRITE(&s, ap_update(db, CART, q1, u1, false, false, &ok, NULL, NULL, NULL, err));
+    AP_WRITE(&s, ap_update(db, CART, q1, u1, false, false, &ok, NULL, NULL, NULL, err));
     if (!ok) {
         rc = refused(err, "CartInactive");
         goto out;
     }
-    WRITE(&s, ap_update(db, PRODUCT, q2, u2, false, false, &ok, NULL, NULL, NULL, err));
+    AP_WRITE(&s, ap_update(db, PRODUCT, q2, u2, false, false, &ok, NULL, NULL, NULL, err));
     if (!ok) {
-        WRITE(&s, ap_update(db, CART, q3, u3, false, false, NULL, NULL, NULL, NULL, err));
+        AP_WRITE(&s, ap_update(db, CART, q3, u3, false, false, NULL, NULL, NULL, NULL, err));
         rc = refused(err, "InadequateInventory");
     }
 out:
@@ -272,7 +252,7 @@ static int cart_lines(md_db *db, int64_t cart_id, line *lines, int max, int *n, 
 }
 
 /* Checkout's reconciliation: the product wins. */
-static int reconcile(md_db *db, int64_t cart_id, steps *s, md_error *err)
+static int reconcile(md_db *db, int64_t cart_id, ap_steps *s, md_error *err)
 {
     line lines[64];
     int n, rc = cart_lines(db, cart_id, lines, 64, &n, err);
@@ -291,7 +271,7 @@ static int reconcile(md_db *db, int64_t cart_id, steps *s, md_error *err)
         rc = ap_update(db, CART, q, u, false, false, NULL, NULL, NULL, NULL, err);
         bson_destroy(q);
         bson_destroy(u);
-        if (rc == 0 && crash_now(s))
+        if (rc == 0 && ap_crash_now(s))
             rc = AP_CRASHED;
     }
     return rc;
@@ -299,7 +279,7 @@ static int reconcile(md_db *db, int64_t cart_id, steps *s, md_error *err)
 
 int ap_inv_checkout(md_db *db, int64_t cart_id, const ap_tx_opts *o, md_error *err)
 {
-    steps s = {0, o ? o->crash_after : 0};
+    ap_steps s = {0, o ? o->crash_after : 0};
     bool ok;
     int rc;
     bson_t *q1 = BCON_NEW("_id", BCON_INT64(cart_id), "status", BCON_UTF8("active"));
@@ -310,7 +290,7 @@ int ap_inv_checkout(md_db *db, int64_t cart_id, const ap_tx_opts *o, md_error *e
     bson_t *uc = BCON_NEW("$set", "{", "status", BCON_UTF8("complete"), "}");
     bson_t *q4 = BCON_NEW("carted.cart_id", BCON_INT64(cart_id));
     bson_t *u4 = BCON_NEW("$pull", "{", "carted", "{", "cart_id", BCON_INT64(cart_id), "}", "}");
-    WRITE(&s, ap_update(db, CART, q1, u1, false, false, &ok, NULL, NULL, NULL, err));
+    AP_WRITE(&s, ap_update(db, CART, q1, u1, false, false, &ok, NULL, NULL, NULL, err));
     if (!ok) {
         rc = refused(err, "CartInactive");
         goto out;
@@ -318,16 +298,16 @@ int ap_inv_checkout(md_db *db, int64_t cart_id, const ap_tx_opts *o, md_error *e
     if ((rc = reconcile(db, cart_id, &s, err)))
         goto out;
     if (o && o->payment_fails) { /* collect_payment raised */
-        WRITE(&s, ap_update(db, CART, qp, ua, false, false, NULL, NULL, NULL, NULL, err));
+        AP_WRITE(&s, ap_update(db, CART, qp, ua, false, false, NULL, NULL, NULL, NULL, err));
         rc = refused(err, "payment failed");
         goto out;
     }
-    WRITE(&s, ap_update(db, CART, qp, uc, false, false, &ok, NULL, NULL, NULL, err));
+    AP_WRITE(&s, ap_update(db, CART, qp, uc, false, false, &ok, NULL, NULL, NULL, err));
     if (!ok) {
         rc = refused(err, "CartInactive: no longer pending");
         goto out;
     }
-    WRITE(&s, ap_update(db, PRODUCT, q4, u4, false, true, NULL, NULL, NULL, NULL, err));
+    AP_WRITE(&s, ap_update(db, PRODUCT, q4, u4, false, true, NULL, NULL, NULL, NULL, err));
 out:
     bson_destroy(q1);
     bson_destroy(u1);

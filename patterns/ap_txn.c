@@ -52,27 +52,6 @@
 #define ACCOUNTS "accounts"
 #define TXNS "transactions"
 
-/* Writes counted for the failure points. */
-typedef struct steps {
-    int done, crash_after;
-} steps;
-
-static bool crash_now(steps *s)
-{
-    return s->crash_after > 0 && ++s->done >= s->crash_after;
-}
-
-#define WRITE(s, expr)                                                                \
-    do {                                                                              \
-        rc = (expr);                                                                  \
-        if (rc)                                                                       \
-            goto out;                                                                 \
-        if (crash_now(s)) {                                                           \
-            rc = AP_CRASHED;                                                          \
-            goto out;                                                                 \
-        }                                                                             \
-    } while (0)
-
 /* ---- complex updates ------------------------------------------------------------- */
 
 int ap_order_increase_qty(md_db *db, const char *order_id, const char *sku, double price,
@@ -149,7 +128,7 @@ static int remove_txn(md_db *db, const bson_oid_t *id, md_error *err)
 }
 
 static int prepare(md_db *db, const bson_oid_t *id, int64_t amt, int64_t src, int64_t dst,
-                   steps *s, md_error *err)
+                   ap_steps *s, md_error *err)
 {
     int rc;
     bool ok;
@@ -162,15 +141,15 @@ static int prepare(md_db *db, const bson_oid_t *id, int64_t amt, int64_t src, in
     bson_t *q2 = BCON_NEW("_id", BCON_INT64(dst));
     bson_t *u2 = BCON_NEW("$inc", "{", "balance", BCON_INT64(amt), "}", "$push", "{", "txns",
                           "{", "_id", BCON_OID(id), "amt", BCON_INT64(amt), "}", "}");
-    WRITE(s, ap_insert(db, TXNS, txn, NULL, err));
-    WRITE(s, ap_update(db, ACCOUNTS, q, u, false, false, &ok, NULL, NULL, NULL, err));
+    AP_WRITE(s, ap_insert(db, TXNS, txn, NULL, err));
+    AP_WRITE(s, ap_update(db, ACCOUNTS, q, u, false, false, &ok, NULL, NULL, NULL, err));
     if (!ok) {
-        WRITE(s, remove_txn(db, id, err));
+        AP_WRITE(s, remove_txn(db, id, err));
         rc = md_error_set(err, MD_NOTFOUND, MD_CODE_BAD_VALUE,
                           "InsufficientFundsError: account %lld", (long long)src);
         goto out;
     }
-    WRITE(s, ap_update(db, ACCOUNTS, q2, u2, false, false, NULL, NULL, NULL, NULL, err));
+    AP_WRITE(s, ap_update(db, ACCOUNTS, q2, u2, false, false, NULL, NULL, NULL, NULL, err));
 out:
     bson_destroy(txn);
     bson_destroy(q);
@@ -180,16 +159,16 @@ out:
     return rc;
 }
 
-static int retire(md_db *db, const bson_oid_t *id, int64_t src, int64_t dst, steps *s,
+static int retire(md_db *db, const bson_oid_t *id, int64_t src, int64_t dst, ap_steps *s,
                   md_error *err)
 {
     int rc;
     bson_t *q1 = BCON_NEW("_id", BCON_INT64(src), "txns._id", BCON_OID(id));
     bson_t *q2 = BCON_NEW("_id", BCON_INT64(dst), "txns._id", BCON_OID(id));
     bson_t *u = BCON_NEW("$pull", "{", "txns", "{", "_id", BCON_OID(id), "}", "}");
-    WRITE(s, ap_update(db, ACCOUNTS, q1, u, false, false, NULL, NULL, NULL, NULL, err));
-    WRITE(s, ap_update(db, ACCOUNTS, q2, u, false, false, NULL, NULL, NULL, NULL, err));
-    WRITE(s, remove_txn(db, id, err));
+    AP_WRITE(s, ap_update(db, ACCOUNTS, q1, u, false, false, NULL, NULL, NULL, NULL, err));
+    AP_WRITE(s, ap_update(db, ACCOUNTS, q2, u, false, false, NULL, NULL, NULL, NULL, err));
+    AP_WRITE(s, remove_txn(db, id, err));
 out:
     bson_destroy(q1);
     bson_destroy(q2);
@@ -198,12 +177,12 @@ out:
 }
 
 static int rollback(md_db *db, const bson_oid_t *id, int64_t amt, int64_t src, int64_t dst,
-                    steps *s, md_error *err)
+                    ap_steps *s, md_error *err)
 {
     int rc;
-    WRITE(s, undo_side(db, src, id, amt, err));
-    WRITE(s, undo_side(db, dst, id, -amt, err));
-    WRITE(s, remove_txn(db, id, err));
+    AP_WRITE(s, undo_side(db, src, id, amt, err));
+    AP_WRITE(s, undo_side(db, dst, id, -amt, err));
+    AP_WRITE(s, remove_txn(db, id, err));
 out:
     return rc;
 }
@@ -211,7 +190,7 @@ out:
 int ap_tx_transfer(md_db *db, int64_t amt, int64_t src, int64_t dst, int64_t max_txn_ms,
                    const ap_tx_opts *o, md_error *err)
 {
-    steps s = {0, o ? o->crash_after : 0};
+    ap_steps s = {0, o ? o->crash_after : 0};
     bson_oid_t id;
     bool ok;
     int rc;
@@ -222,7 +201,7 @@ int ap_tx_transfer(md_db *db, int64_t amt, int64_t src, int64_t dst, int64_t max
     bson_t *q = BCON_NEW("_id", BCON_OID(&id), "state", BCON_UTF8("new"), "ts", "{", "$gt",
                          BCON_DATE_TIME(pt_now_ms() - max_txn_ms), "}");
     bson_t *u = BCON_NEW("$set", "{", "state", BCON_UTF8("commit"), "}");
-    WRITE(&s, ap_update(db, TXNS, q, u, false, false, &ok, NULL, NULL, NULL, err));
+    AP_WRITE(&s, ap_update(db, TXNS, q, u, false, false, &ok, NULL, NULL, NULL, err));
     if (!ok)
         rc = md_error_set(err, MD_NOTFOUND, MD_CODE_BAD_VALUE,
                           "TransactionError: not committed within %lld ms",
@@ -275,7 +254,7 @@ static int each_in_state(md_db *db, const char *state, int *n, md_error *err)
     for (int i = 0; i < k; i++) {
         bson_oid_t id;
         int64_t amt, src, dst;
-        steps s = {0, 0};
+        ap_steps s = {0, 0};
         if (rc == 0 && txn_fields(batch[i], &id, &amt, &src, &dst)) {
             rc = strcmp(state, "commit") == 0 ? retire(db, &id, src, dst, &s, err)
                                               : rollback(db, &id, amt, src, dst, &s, err);
