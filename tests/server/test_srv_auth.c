@@ -21,52 +21,14 @@
 #include <unistd.h>
 
 #include "srv.h"
-
-typedef struct live {
-    srv *s;
-    pthread_t t;
-    char dir[64];
-} live;
-
-static void *run_thread(void *arg)
-{
-    srv_run(arg);
-    return NULL;
-}
+#include "t_live.h"
 
 static void live_start(live *l)
 {
     srv_config cfg = {.bind = "127.0.0.1", .port = 0, .engine = "ephemeralForTest",
                       .compressors = "", .auth = true};
-    md_error err;
-    snprintf(l->dir, sizeof l->dir, "/tmp/md_auth_XXXXXX");
-    cr_assert(mkdtemp(l->dir));
-    cfg.dbpath = l->dir;
-    srv_log_open(NULL, true);
-    cr_assert_eq(srv_new(&cfg, &l->s, &err), 0, "%s", err.message);
-    cr_assert_eq(pthread_create(&l->t, NULL, run_thread, l->s), 0);
-}
-
-static int rm_one(const char *p, const struct stat *st, int f, struct FTW *w)
-{
-    return remove(p);
-}
-
-static void live_stop(live *l)
-{
-    srv_stop(l->s);
-    pthread_join(l->t, NULL);
-    srv_destroy(l->s);
-    nftw(l->dir, rm_one, 8, FTW_DEPTH | FTW_PHYS);
-}
-
-static int dial(const live *l)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)srv_port(l->s))};
-    inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-    cr_assert_eq(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
-    return fd;
+    t_live_dir(l, "md_auth");
+    t_live_run(l, &cfg);
 }
 
 static void put32(uint8_t *b, uint32_t v)
@@ -246,7 +208,7 @@ Test(srv_auth, unauthenticated_and_localhost_exception)
 {
     live l;
     live_start(&l);
-    int fd = dial(&l);
+    int fd = t_dial(&l);
     bson_t r;
     char buf[300];
     cr_assert_eq(try_json(fd, "admin", "{\"hello\": 1}"), 0);
@@ -306,14 +268,14 @@ Test(srv_auth, unauthenticated_and_localhost_exception)
     bson_free(json);
     bson_destroy(&r);
     close(fd);
-    live_stop(&l);
+    t_live_stop(&l);
 }
 
 Test(srv_auth, roles_and_their_changes)
 {
     live l;
     live_start(&l);
-    int adm = dial(&l), fd = dial(&l);
+    int adm = t_dial(&l), fd = t_dial(&l);
     bson_t r;
     char buf[300];
     cr_assert_eq(try_json(adm, "admin", "{\"createUser\": \"root\", \"pwd\": \"rootpw\", "
@@ -381,7 +343,7 @@ Test(srv_auth, roles_and_their_changes)
 
     /* a new password: the old one stops working */
     cr_assert_eq(try_json(adm, "shop", "{\"updateUser\": \"ann\", \"pwd\": \"newpw\"}"), 0);
-    int fd2 = dial(&l);
+    int fd2 = t_dial(&l);
     cr_assert_eq(auth_as(fd2, "shop", "ann", "annpw", true), 18);
     cr_assert_eq(auth_as(fd2, "shop", "ann", "newpw", true), 0);
     cr_assert_eq(try_json(fd2, "shop", "{\"logout\": 1}"), 0);
@@ -396,14 +358,14 @@ Test(srv_auth, roles_and_their_changes)
     cr_assert_eq(try_json(adm, "shop", "{\"updateUser\": \"root\"}"), 2);
     close(fd);
     close(adm);
-    live_stop(&l);
+    t_live_stop(&l);
 }
 
 Test(srv_auth, sasl_protocol_errors_and_speculative_hello)
 {
     live l;
     live_start(&l);
-    int fd = dial(&l);
+    int fd = t_dial(&l);
     bson_t r;
     char buf[600];
     cr_assert_eq(try_json(fd, "admin", "{\"createUser\": \"root\", \"pwd\": \"pw\", "
@@ -428,7 +390,7 @@ Test(srv_auth, sasl_protocol_errors_and_speculative_hello)
     cr_assert_eq(auth_as(fd, "admin", "root", "pw", false), 0);
 
     /* hello: saslSupportedMechs, and speculativeAuthenticate's first step */
-    int fd2 = dial(&l);
+    int fd2 = t_dial(&l);
     run_json(fd2, "admin", "{\"hello\": 1, \"saslSupportedMechs\": \"admin.root\", "
                            "\"speculativeAuthenticate\": {\"saslStart\": 1, \"mechanism\": "
                            "\"SCRAM-SHA-256\", \"payload\": \"n,,n=root,r=xyz\", \"db\": "
@@ -456,7 +418,7 @@ Test(srv_auth, sasl_protocol_errors_and_speculative_hello)
     close(fd2);
 
     /* no such user: no saslSupportedMechs, no speculativeAuthenticate */
-    int fd3 = dial(&l);
+    int fd3 = t_dial(&l);
     run_json(fd3, "admin", "{\"hello\": 1, \"saslSupportedMechs\": \"admin.nobody\", "
                            "\"speculativeAuthenticate\": {\"saslStart\": 1, \"mechanism\": "
                            "\"SCRAM-SHA-256\", \"payload\": \"n,,n=nobody,r=xyz\", \"db\": "
@@ -467,5 +429,5 @@ Test(srv_auth, sasl_protocol_errors_and_speculative_hello)
     bson_destroy(&r);
     close(fd3);
     close(fd);
-    live_stop(&l);
+    t_live_stop(&l);
 }

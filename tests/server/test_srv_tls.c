@@ -20,32 +20,14 @@
 #include <unistd.h>
 
 #include "srv.h"
-
-typedef struct live {
-    srv *s;
-    pthread_t t;
-    char dir[64];
-    char pem[128], crt[128];
-} live;
-
-static void *run_thread(void *arg)
-{
-    srv_run(arg);
-    return NULL;
-}
-
-static int rm_one(const char *p, const struct stat *st, int f, struct FTW *w)
-{
-    return remove(p);
-}
+#include "t_live.h"
 
 /* A directory with a self-signed certificate (DIR/cert.crt) and its
  * key with it (DIR/server.pem). */
 static void make_dir(live *l)
 {
     char cmd[1024];
-    snprintf(l->dir, sizeof l->dir, "/tmp/md_tls_XXXXXX");
-    cr_assert(mkdtemp(l->dir));
+    t_live_dir(l, "md_tls");
     snprintf(l->crt, sizeof l->crt, "%s/cert.crt", l->dir);
     snprintf(l->pem, sizeof l->pem, "%s/server.pem", l->dir);
     snprintf(cmd, sizeof cmd,
@@ -65,27 +47,7 @@ static void live_start(live *l, srv_tls_mode mode)
     srv_config cfg = {.bind = "127.0.0.1", .port = 0, .engine = "ephemeralForTest",
                       .compressors = "", .dbpath = data, .tls_mode = mode,
                       .tls_cert = mode ? l->pem : NULL};
-    md_error err;
-    srv_log_open(NULL, true);
-    cr_assert_eq(srv_new(&cfg, &l->s, &err), 0, "%s", err.message);
-    cr_assert_eq(pthread_create(&l->t, NULL, run_thread, l->s), 0);
-}
-
-static void live_stop(live *l)
-{
-    srv_stop(l->s);
-    pthread_join(l->t, NULL);
-    srv_destroy(l->s);
-    nftw(l->dir, rm_one, 8, FTW_DEPTH | FTW_PHYS);
-}
-
-static int dial(const live *l)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)srv_port(l->s))};
-    inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-    cr_assert_eq(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
-    return fd;
+    t_live_run(l, &cfg);
 }
 
 /* I/O through TLS (ssl) or plain (fd). */
@@ -168,7 +130,7 @@ static SSL_CTX *client_ctx(const live *l)
 
 static void tls_open(const live *l, SSL_CTX *ctx, chan *c)
 {
-    c->fd = dial(l);
+    c->fd = t_dial(l);
     c->ssl = SSL_new(ctx);
     SSL_set_fd(c->ssl, c->fd);
     SSL_set1_host(c->ssl, "127.0.0.1");
@@ -215,7 +177,7 @@ Test(srv_tls, bad_certificate_stops_startup)
     cr_assert_neq(srv_new(&cfg, &s, &err), 0);
     cr_assert(strstr(err.message, "cannot read the CA file"), "%s", err.message);
     srv_destroy(s);
-    nftw(l.dir, rm_one, 8, FTW_DEPTH | FTW_PHYS);
+    nftw(l.dir, t_live_rm, 8, FTW_DEPTH | FTW_PHYS);
 }
 
 Test(srv_tls, require_tls)
@@ -256,11 +218,11 @@ Test(srv_tls, require_tls)
     chan_close(&c);
 
     /* a plain client: closed without an answer */
-    chan p = {.fd = dial(&l)};
+    chan p = {.fd = t_dial(&l)};
     cr_assert_not(run(&p, "{\"ping\": 1, \"$db\": \"admin\"}", &r));
     chan_close(&p);
     SSL_CTX_free(ctx);
-    live_stop(&l);
+    t_live_stop(&l);
 }
 
 Test(srv_tls, allow_tls_serves_both)
@@ -271,7 +233,7 @@ Test(srv_tls, allow_tls_serves_both)
     chan t, p = {0};
     bson_t r;
     tls_open(&l, ctx, &t);
-    p.fd = dial(&l);
+    p.fd = t_dial(&l);
     cr_assert(run(&t, "{\"insert\": \"t\", \"$db\": \"x\", \"documents\": [{\"_id\": 1}]}", &r));
     cr_assert_eq(ok_of(&r), 1);
     bson_destroy(&r);
@@ -282,7 +244,7 @@ Test(srv_tls, allow_tls_serves_both)
     chan_close(&t);
     chan_close(&p);
     SSL_CTX_free(ctx);
-    live_stop(&l);
+    t_live_stop(&l);
 }
 
 Test(srv_tls, disabled_refuses_a_tls_hello)
@@ -290,14 +252,14 @@ Test(srv_tls, disabled_refuses_a_tls_hello)
     live l;
     live_start(&l, SRV_TLS_DISABLED);
     SSL_CTX *ctx = client_ctx(&l);
-    chan c = {.fd = dial(&l)};
+    chan c = {.fd = t_dial(&l)};
     c.ssl = SSL_new(ctx);
     SSL_set_fd(c.ssl, c.fd);
     cr_assert_neq(SSL_connect(c.ssl), 1);
     ERR_clear_error();
     SSL_free(c.ssl);
     close(c.fd);
-    chan p = {.fd = dial(&l)};
+    chan p = {.fd = t_dial(&l)};
     bson_t r;
     cr_assert(run(&p, "{\"getLog\": \"global\", \"$db\": \"admin\"}", &r));
     char *j = bson_as_relaxed_extended_json(&r, NULL);
@@ -307,5 +269,5 @@ Test(srv_tls, disabled_refuses_a_tls_hello)
     bson_destroy(&r);
     chan_close(&p);
     SSL_CTX_free(ctx);
-    live_stop(&l);
+    t_live_stop(&l);
 }

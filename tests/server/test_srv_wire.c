@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "srv.h"
+#include "t_live.h"
 
 /* ---- building messages ---------------------------------------------------------------- */
 
@@ -443,52 +444,13 @@ Test(srv_wire, compressed_each_compressor)
 
 /* ---- the server over sockets ------------------------------------------------------------ */
 
-typedef struct live {
-    srv *s;
-    pthread_t t;
-    char dir[64];
-} live;
-
-static void *run_thread(void *arg)
-{
-    srv_run(arg);
-    return NULL;
-}
-
 static void live_start(live *l, int max_conns, int idle_secs)
 {
     srv_config cfg = {.bind = "127.0.0.1", .port = 0, .engine = "ephemeralForTest",
                       .compressors = "snappy,zstd,zlib", .max_conns = max_conns,
                       .idle_secs = idle_secs};
-    md_error err;
-    snprintf(l->dir, sizeof l->dir, "/tmp/md_srv_XXXXXX");
-    cr_assert(mkdtemp(l->dir));
-    cfg.dbpath = l->dir;
-    srv_log_open(NULL, true);
-    cr_assert_eq(srv_new(&cfg, &l->s, &err), 0, "%s", err.message);
-    cr_assert_eq(pthread_create(&l->t, NULL, run_thread, l->s), 0);
-}
-
-static int rm_one(const char *p, const struct stat *st, int f, struct FTW *w)
-{
-    return remove(p);
-}
-
-static void live_stop(live *l)
-{
-    srv_stop(l->s);
-    pthread_join(l->t, NULL);
-    srv_destroy(l->s);
-    nftw(l->dir, rm_one, 8, FTW_DEPTH | FTW_PHYS);
-}
-
-static int dial(const live *l)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)srv_port(l->s))};
-    inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-    cr_assert_eq(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
-    return fd;
+    t_live_dir(l, "md_srv");
+    t_live_run(l, &cfg);
 }
 
 static void send_msg(int fd, const msgbuf *m)
@@ -561,7 +523,7 @@ Test(srv_live, bad_messages_close_only_their_connection)
 {
     live l;
     live_start(&l, 100, 0);
-    int good = dial(&l);
+    int good = t_dial(&l);
     bson_t r;
     roundtrip(good, 1, "{\"hello\": 1, \"$db\": \"admin\"}", &r);
     cr_assert_eq(num(&r, "maxWireVersion"), SRV_MAX_WIRE);
@@ -577,21 +539,21 @@ Test(srv_live, bad_messages_close_only_their_connection)
     } cases[4];
     (void)cases;
     /* oversize: the header alone is refused */
-    int fd = dial(&l);
+    int fd = t_dial(&l);
     op_msg(&m, 2, 0, "{\"ping\": 1, \"$db\": \"admin\"}");
     set32(&m, 0, SRV_MAX_MESSAGE + 1);
     send_msg(fd, &m);
     cr_assert_not(recv_reply(fd, &to, &r));
     close(fd);
     /* a bad opcode */
-    fd = dial(&l);
+    fd = t_dial(&l);
     op_msg(&m, 3, 0, "{\"ping\": 1, \"$db\": \"admin\"}");
     set32(&m, 12, 2002);
     send_msg(fd, &m);
     cr_assert_not(recv_reply(fd, &to, &r));
     close(fd);
     /* a bad checksum */
-    fd = dial(&l);
+    fd = t_dial(&l);
     op_msg(&m, 4, 0, "{\"ping\": 1, \"$db\": \"admin\"}");
     add_checksum(&m);
     m.b[m.n - 2] ^= 1;
@@ -599,7 +561,7 @@ Test(srv_live, bad_messages_close_only_their_connection)
     cr_assert_not(recv_reply(fd, &to, &r));
     close(fd);
     /* a malformed section: an error reply, and the connection goes on */
-    fd = dial(&l);
+    fd = t_dial(&l);
     op_msg(&m, 5, 0, "{\"ping\": 1}");
     send_msg(fd, &m);
     cr_assert(recv_reply(fd, &to, &r));
@@ -622,14 +584,14 @@ Test(srv_live, bad_messages_close_only_their_connection)
     cr_assert(log_has(good, "checksum does not match"));
     cr_assert(log_has(good, "\\\"id\\\":22988"));
     close(good);
-    live_stop(&l);
+    t_live_stop(&l);
 }
 
 Test(srv_live, more_to_come_gets_no_reply)
 {
     live l;
     live_start(&l, 100, 0);
-    int fd = dial(&l);
+    int fd = t_dial(&l);
     msgbuf m;
     bson_t r;
     op_msg(&m, 10, SRV_MSG_MORE_TO_COME,
@@ -640,14 +602,14 @@ Test(srv_live, more_to_come_gets_no_reply)
     cr_assert_eq(num(&r, "n"), 1);
     bson_destroy(&r);
     close(fd);
-    live_stop(&l);
+    t_live_stop(&l);
 }
 
 Test(srv_live, cursors_live_across_requests)
 {
     live l;
     live_start(&l, 100, 0);
-    int fd = dial(&l);
+    int fd = t_dial(&l);
     bson_t r;
     msgbuf m;
     const char *docs[] = {"{\"_id\": 1}", "{\"_id\": 2}", "{\"_id\": 3}", "{\"_id\": 4}",
@@ -706,20 +668,20 @@ Test(srv_live, cursors_live_across_requests)
     cr_assert_eq(num(&r, "code"), 76);
     bson_destroy(&r);
     close(fd);
-    live_stop(&l);
+    t_live_stop(&l);
 }
 
 Test(srv_live, max_incoming_connections)
 {
     live l;
     live_start(&l, 2, 0);
-    int a = dial(&l), b = dial(&l);
+    int a = t_dial(&l), b = t_dial(&l);
     bson_t r;
     roundtrip(a, 1, "{\"ping\": 1, \"$db\": \"admin\"}", &r);
     bson_destroy(&r);
     roundtrip(b, 1, "{\"ping\": 1, \"$db\": \"admin\"}", &r);
     bson_destroy(&r);
-    int c = dial(&l); /* accepted by the kernel, closed by the server */
+    int c = t_dial(&l); /* accepted by the kernel, closed by the server */
     msgbuf m;
     int32_t to;
     op_msg(&m, 2, 0, "{\"ping\": 1, \"$db\": \"admin\"}");
@@ -729,14 +691,14 @@ Test(srv_live, max_incoming_connections)
     cr_assert(log_has(a, "too many open connections"));
     close(a);
     close(b);
-    live_stop(&l);
+    t_live_stop(&l);
 }
 
 Test(srv_live, idle_connection_is_closed)
 {
     live l;
     live_start(&l, 10, 1);
-    int fd = dial(&l);
+    int fd = t_dial(&l);
     bson_t r;
     roundtrip(fd, 1, "{\"ping\": 1, \"$db\": \"admin\"}", &r);
     bson_destroy(&r);
@@ -744,10 +706,10 @@ Test(srv_live, idle_connection_is_closed)
     /* nothing sent: the server closes it after a second */
     cr_assert_not(recv_reply(fd, &to, &r));
     close(fd);
-    fd = dial(&l);
+    fd = t_dial(&l);
     cr_assert(log_has(fd, "idle timeout"));
     close(fd);
-    live_stop(&l);
+    t_live_stop(&l);
 }
 
 Test(srv_live, five_hundred_connections)
@@ -760,7 +722,7 @@ Test(srv_live, five_hundred_connections)
     bson_t r;
     int32_t to;
     for (int i = 0; i < N; i++)
-        fds[i] = dial(&l);
+        fds[i] = t_dial(&l);
     /* every connection has a request in flight before any reply is read */
     for (int i = 0; i < N; i++) {
         char cmd[128];
@@ -783,7 +745,7 @@ Test(srv_live, five_hundred_connections)
     bson_destroy(&r);
     for (int i = 0; i < N; i++)
         close(fds[i]);
-    live_stop(&l);
+    t_live_stop(&l);
 }
 
 static const char *str(const bson_t *b, const char *path)
@@ -840,7 +802,7 @@ Test(srv_live, standalone_refusals)
     };
     live l;
     live_start(&l, 10, 0);
-    int fd = dial(&l);
+    int fd = t_dial(&l);
     bson_t r;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         roundtrip(fd, (int32_t)i + 1, cases[i].cmd, &r);
@@ -875,7 +837,7 @@ Test(srv_live, standalone_refusals)
     cr_assert_eq(num(&r, "timeoutMinutes"), SRV_SESSION_MINUTES);
     bson_destroy(&r);
     close(fd);
-    live_stop(&l);
+    t_live_stop(&l);
 }
 
 /* The commands a driver's or mongosh's startup sends about the host and the
@@ -884,7 +846,7 @@ Test(srv_live, host_and_log_commands)
 {
     live l;
     live_start(&l, 10, 0);
-    int fd = dial(&l);
+    int fd = t_dial(&l);
     bson_t r;
     roundtrip(fd, 1, "{\"hostInfo\": 1, \"$db\": \"admin\"}", &r);
     cr_assert_eq(num(&r, "ok"), 1);
@@ -916,5 +878,5 @@ Test(srv_live, host_and_log_commands)
     cr_assert_str_eq(str(&r, "parsed.net.bindIp"), "127.0.0.1");
     bson_destroy(&r);
     close(fd);
-    live_stop(&l);
+    t_live_stop(&l);
 }
