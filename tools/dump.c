@@ -68,38 +68,18 @@ static void dump_usage(FILE *f)
 
 static int parse(int argc, char **argv, dump_opts *o)
 {
+    static const tool_opt table[] = {
+        TOOL_OPT_STR("--out", "-o", dump_opts, out),
+        TOOL_OPT_STR("--collection", "-c", dump_opts, collection),
+        TOOL_OPT_STR("--query", "-q", dump_opts, query),
+        TOOL_OPT_OPTIONAL("--archive", dump_opts, archive),
+        TOOL_OPT_FLAG("--gzip", dump_opts, gzip),
+        TOOL_OPT_END,
+    };
     memset(o, 0, sizeof *o);
     o->out = "dump";
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        int r = tool_db_opt(argc, argv, &i, &o->db, PROG);
-        if (r < 0)
-            return -1;
-        if (r > 0 || tool_is_name(argc, argv, i))
-            continue;
-        if ((v = tool_opt_value(argc, argv, &i, "--out")) ||
-            (v = tool_opt_value(argc, argv, &i, "-o")))
-            o->out = v;
-        else if ((v = tool_opt_value(argc, argv, &i, "--collection")) ||
-                 (v = tool_opt_value(argc, argv, &i, "-c")))
-            o->collection = v;
-        else if ((v = tool_opt_value(argc, argv, &i, "--query")) ||
-                 (v = tool_opt_value(argc, argv, &i, "-q")))
-            o->query = v;
-        else if (strcmp(argv[i], "--archive") == 0)
-            o->archive = "-";
-        else if (strncmp(argv[i], "--archive=", 10) == 0)
-            o->archive = argv[i] + 10;
-        else if (strcmp(argv[i], "--gzip") == 0)
-            o->gzip = true;
-        else if (strcmp(argv[i], "--help") == 0) {
-            dump_usage(stdout);
-            exit(0);
-        } else {
-            fprintf(stderr, "%s: unexpected argument '%s'\n", PROG, argv[i]);
-            return -1;
-        }
-    }
+    if (tool_parse(argc, argv, table, o, &o->db, NULL, dump_usage, PROG, NULL) != 0)
+        return -1;
     if (o->query && !o->collection) {
         fprintf(stderr, "%s: cannot dump using a query without a specified collection\n", PROG);
         return -1;

@@ -32,11 +32,16 @@
 
 #define PROG "minidoc export"
 
+enum { EX_JSON, EX_CSV };             /* --type, in that order */
+enum { EX_RELAXED, EX_CANONICAL }; /* --jsonFormat */
+
 typedef struct ex_opts {
     tool_db_opts db;
     const char *coll, *out, *fields, *field_file, *query, *sort;
     int64_t limit, skip;
-    bool csv, json_array, pretty, canonical, no_header;
+    int type;        /* EX_JSON or EX_CSV */
+    int json_format; /* EX_RELAXED or EX_CANONICAL */
+    bool json_array, pretty, no_header;
 } ex_opts;
 
 typedef struct ex_state {
@@ -57,87 +62,38 @@ static void ex_usage(FILE *f)
                "         [--jsonFormat relaxed|canonical] [--noHeaderLine]\n");
 }
 
-static int parse_count(const char *v, const char *name, int64_t *out)
-{
-    char *end;
-    long long n = strtoll(v, &end, 10);
-    if (*end || n < 0) {
-        fprintf(stderr, "%s: %s must be a non-negative integer\n", PROG, name);
-        return -1;
-    }
-    *out = n;
-    return 0;
-}
-
 static int parse(int argc, char **argv, ex_opts *o)
 {
+    static const char *const types[] = {"json", "csv", NULL};
+    static const char *const formats[] = {"relaxed", "canonical", NULL};
+    static const tool_opt table[] = {
+        TOOL_OPT_STR("--collection", "-c", ex_opts, coll),
+        TOOL_OPT_STR("--out", "-o", ex_opts, out),
+        TOOL_OPT_STR("--fields", "-f", ex_opts, fields),
+        TOOL_OPT_STR("--fieldFile", NULL, ex_opts, field_file),
+        TOOL_OPT_STR("--query", "-q", ex_opts, query),
+        TOOL_OPT_STR("--sort", NULL, ex_opts, sort),
+        TOOL_OPT_COUNT("--limit", ex_opts, limit, 0, INT64_MAX),
+        TOOL_OPT_COUNT("--skip", ex_opts, skip, 0, INT64_MAX),
+        TOOL_OPT_CHOICE("--type", ex_opts, type, types),
+        TOOL_OPT_CHOICE("--jsonFormat", ex_opts, json_format, formats),
+        TOOL_OPT_FLAG("--jsonArray", ex_opts, json_array),
+        TOOL_OPT_FLAG("--pretty", ex_opts, pretty),
+        TOOL_OPT_FLAG("--noHeaderLine", ex_opts, no_header),
+        TOOL_OPT_END,
+    };
     memset(o, 0, sizeof *o);
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        int r = tool_db_opt(argc, argv, &i, &o->db, PROG);
-        if (r < 0)
-            return -1;
-        if (r > 0 || tool_is_name(argc, argv, i))
-            continue;
-        if ((v = tool_opt_value(argc, argv, &i, "--collection")) ||
-            (v = tool_opt_value(argc, argv, &i, "-c")))
-            o->coll = v;
-        else if ((v = tool_opt_value(argc, argv, &i, "--out")) ||
-                 (v = tool_opt_value(argc, argv, &i, "-o")))
-            o->out = v;
-        else if ((v = tool_opt_value(argc, argv, &i, "--fields")) ||
-                 (v = tool_opt_value(argc, argv, &i, "-f")))
-            o->fields = v;
-        else if ((v = tool_opt_value(argc, argv, &i, "--fieldFile")))
-            o->field_file = v;
-        else if ((v = tool_opt_value(argc, argv, &i, "--query")) ||
-                 (v = tool_opt_value(argc, argv, &i, "-q")))
-            o->query = v;
-        else if ((v = tool_opt_value(argc, argv, &i, "--sort")))
-            o->sort = v;
-        else if ((v = tool_opt_value(argc, argv, &i, "--limit"))) {
-            if (parse_count(v, "--limit", &o->limit) != 0)
-                return -1;
-        } else if ((v = tool_opt_value(argc, argv, &i, "--skip"))) {
-            if (parse_count(v, "--skip", &o->skip) != 0)
-                return -1;
-        } else if ((v = tool_opt_value(argc, argv, &i, "--type"))) {
-            if (strcmp(v, "csv") == 0)
-                o->csv = true;
-            else if (strcmp(v, "json") != 0) {
-                fprintf(stderr, "%s: unknown type '%s' (json or csv)\n", PROG, v);
-                return -1;
-            }
-        } else if ((v = tool_opt_value(argc, argv, &i, "--jsonFormat"))) {
-            if (strcmp(v, "canonical") == 0)
-                o->canonical = true;
-            else if (strcmp(v, "relaxed") != 0) {
-                fprintf(stderr, "%s: --jsonFormat is relaxed or canonical\n", PROG);
-                return -1;
-            }
-        } else if (strcmp(argv[i], "--jsonArray") == 0)
-            o->json_array = true;
-        else if (strcmp(argv[i], "--pretty") == 0)
-            o->pretty = true;
-        else if (strcmp(argv[i], "--noHeaderLine") == 0)
-            o->no_header = true;
-        else if (strcmp(argv[i], "--help") == 0) {
-            ex_usage(stdout);
-            exit(0);
-        } else {
-            fprintf(stderr, "%s: unexpected argument '%s'\n", PROG, argv[i]);
-            return -1;
-        }
-    }
+    if (tool_parse(argc, argv, table, o, &o->db, NULL, ex_usage, PROG, NULL) != 0)
+        return -1;
     if (!o->coll) {
         fprintf(stderr, "%s: must specify a collection (--collection)\n", PROG);
         return -1;
     }
-    if (o->csv && !o->fields && !o->field_file) {
+    if (o->type == EX_CSV && !o->fields && !o->field_file) {
         fprintf(stderr, "%s: CSV mode requires a field list (--fields or --fieldFile)\n", PROG);
         return -1;
     }
-    if (o->csv && (o->json_array || o->pretty)) {
+    if (o->type == EX_CSV && (o->json_array || o->pretty)) {
         fprintf(stderr, "%s: --jsonArray and --pretty are for json\n", PROG);
         return -1;
     }
@@ -328,7 +284,7 @@ static int one_doc(const bson_t *doc, void *arg)
 {
     ex_state *st = arg;
     int rc = 0;
-    if (st->o->csv) {
+    if (st->o->type == EX_CSV) {
         for (int k = 0; k < st->nf && rc == 0; k++) {
             char *cell;
             csv_cell(st, doc, st->fields[k], &cell);
@@ -337,7 +293,7 @@ static int one_doc(const bson_t *doc, void *arg)
         }
         rc |= put(st, "\n");
     } else {
-        char *j = st->o->canonical ? bson_as_canonical_extended_json(doc, NULL)
+        char *j = st->o->json_format == EX_CANONICAL ? bson_as_canonical_extended_json(doc, NULL)
                                    : json_out_relaxed(doc, NULL);
         if (!j) {
             fprintf(stderr, "%s: a document cannot be written as JSON (invalid UTF-8?); "
@@ -418,7 +374,7 @@ int tool_export_main(int argc, char **argv)
         BSON_APPEND_INT64(&opts, "limit", o.limit);
     if (o.skip)
         BSON_APPEND_INT64(&opts, "skip", o.skip);
-    if (st.nf > 0 && !o.csv) {
+    if (st.nf > 0 && o.type != EX_CSV) {
         bson_init(&proj);
         for (int k = 0; k < st.nf; k++)
             BSON_APPEND_INT32(&proj, st.fields[k], 1);
@@ -434,7 +390,7 @@ int tool_export_main(int argc, char **argv)
         goto out_db;
     }
     int wr = 0;
-    if (o.csv && !o.no_header)
+    if (o.type == EX_CSV && !o.no_header)
         for (int k = 0; k < st.nf; k++)
             wr |= (k ? put(&st, ",") : 0) | put(&st, st.fields[k]) |
                   (k == st.nf - 1 ? put(&st, "\n") : 0);

@@ -55,10 +55,10 @@ typedef enum { IM_INSERT, IM_UPSERT, IM_MERGE } im_mode;
 typedef struct im_opts {
     tool_db_opts db;
     const char *coll, *file, *fields, *field_file, *upsert_fields;
-    im_type type;
-    im_mode mode;
+    int type;  /* im_type */
+    int mode;  /* im_mode */
     bool json_array, headerline, have_types, drop, stop_on_error, ignore_blanks;
-    int batch;
+    int64_t batch;
 } im_opts;
 
 typedef struct im_field {
@@ -105,79 +105,29 @@ static void im_usage(FILE *f)
 
 static int parse(int argc, char **argv, im_opts *o)
 {
+    static const char *const types[] = {"json", "csv", "tsv", NULL};  /* im_type */
+    static const char *const modes[] = {"insert", "upsert", "merge", NULL}; /* im_mode */
+    static const tool_opt table[] = {
+        TOOL_OPT_STR("--collection", "-c", im_opts, coll),
+        TOOL_OPT_STR("--file", NULL, im_opts, file),
+        TOOL_OPT_STR("--fields", "-f", im_opts, fields),
+        TOOL_OPT_STR("--fieldFile", NULL, im_opts, field_file),
+        TOOL_OPT_STR("--upsertFields", NULL, im_opts, upsert_fields),
+        TOOL_OPT_CHOICE("--type", im_opts, type, types),
+        TOOL_OPT_CHOICE("--mode", im_opts, mode, modes),
+        TOOL_OPT_COUNT("--batchSize", im_opts, batch, 1, 100000),
+        TOOL_OPT_FLAG("--jsonArray", im_opts, json_array),
+        TOOL_OPT_FLAG("--headerline", im_opts, headerline),
+        TOOL_OPT_FLAG("--columnsHaveTypes", im_opts, have_types),
+        TOOL_OPT_FLAG("--drop", im_opts, drop),
+        TOOL_OPT_FLAG("--stopOnError", im_opts, stop_on_error),
+        TOOL_OPT_FLAG("--ignoreBlanks", im_opts, ignore_blanks),
+        TOOL_OPT_END,
+    };
     memset(o, 0, sizeof *o);
     o->batch = 1000;
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        int r = tool_db_opt(argc, argv, &i, &o->db, PROG);
-        if (r < 0)
-            return -1;
-        if (r > 0 || tool_is_name(argc, argv, i))
-            continue;
-        if ((v = tool_opt_value(argc, argv, &i, "--collection")) ||
-            (v = tool_opt_value(argc, argv, &i, "-c")))
-            o->coll = v;
-        else if ((v = tool_opt_value(argc, argv, &i, "--file")))
-            o->file = v;
-        else if ((v = tool_opt_value(argc, argv, &i, "--fields")) ||
-                 (v = tool_opt_value(argc, argv, &i, "-f")))
-            o->fields = v;
-        else if ((v = tool_opt_value(argc, argv, &i, "--fieldFile")))
-            o->field_file = v;
-        else if ((v = tool_opt_value(argc, argv, &i, "--upsertFields")))
-            o->upsert_fields = v;
-        else if ((v = tool_opt_value(argc, argv, &i, "--type"))) {
-            if (strcmp(v, "json") == 0)
-                o->type = IM_JSON;
-            else if (strcmp(v, "csv") == 0)
-                o->type = IM_CSV;
-            else if (strcmp(v, "tsv") == 0)
-                o->type = IM_TSV;
-            else {
-                fprintf(stderr, "%s: unknown type '%s' (json, csv or tsv)\n", PROG, v);
-                return -1;
-            }
-        } else if ((v = tool_opt_value(argc, argv, &i, "--mode"))) {
-            if (strcmp(v, "insert") == 0)
-                o->mode = IM_INSERT;
-            else if (strcmp(v, "upsert") == 0)
-                o->mode = IM_UPSERT;
-            else if (strcmp(v, "merge") == 0)
-                o->mode = IM_MERGE;
-            else {
-                fprintf(stderr, "%s: unknown mode '%s' (insert, upsert or merge)\n", PROG, v);
-                return -1;
-            }
-        } else if ((v = tool_opt_value(argc, argv, &i, "--batchSize"))) {
-            char *end;
-            long n = strtol(v, &end, 10);
-            if (*end || n < 1 || n > 100000) {
-                fprintf(stderr, "%s: --batchSize must be 1..100000\n", PROG);
-                return -1;
-            }
-            o->batch = (int)n;
-        } else if (strcmp(argv[i], "--jsonArray") == 0)
-            o->json_array = true;
-        else if (strcmp(argv[i], "--headerline") == 0)
-            o->headerline = true;
-        else if (strcmp(argv[i], "--columnsHaveTypes") == 0)
-            o->have_types = true;
-        else if (strcmp(argv[i], "--drop") == 0)
-            o->drop = true;
-        else if (strcmp(argv[i], "--stopOnError") == 0)
-            o->stop_on_error = true;
-        else if (strcmp(argv[i], "--ignoreBlanks") == 0)
-            o->ignore_blanks = true;
-        else if (strcmp(argv[i], "--help") == 0) {
-            im_usage(stdout);
-            exit(0);
-        } else if (argv[i][0] != '-' && !o->file)
-            o->file = argv[i];
-        else {
-            fprintf(stderr, "%s: unexpected argument '%s'\n", PROG, argv[i]);
-            return -1;
-        }
-    }
+    if (tool_parse(argc, argv, table, o, &o->db, &o->file, im_usage, PROG, NULL) != 0)
+        return -1;
     if (o->upsert_fields && o->mode == IM_INSERT)
         o->mode = IM_UPSERT;
     if (o->type != IM_JSON && !o->headerline && !o->fields && !o->field_file) {

@@ -78,51 +78,37 @@ static void rs_usage(FILE *f)
                "  PATH: a dump directory (default: dump) or one database's directory\n");
 }
 
+/* --nsInclude, which may be given many times. */
+static int rs_more(int argc, char **argv, int *i, void *opts, const char *prog)
+{
+    rs_opts *o = opts;
+    const char *v = tool_opt_value(argc, argv, i, "--nsInclude");
+    if (!v)
+        return 0;
+    if (o->ninclude == 32) {
+        fprintf(stderr, "%s: too many --nsInclude\n", prog);
+        return -1;
+    }
+    o->include[o->ninclude++] = v;
+    return 1;
+}
+
 static int parse(int argc, char **argv, rs_opts *o)
 {
+    static const tool_opt table[] = {
+        TOOL_OPT_STR("--db", "-d", rs_opts, target_db),
+        TOOL_OPT_STR("--dir", NULL, rs_opts, path),
+        TOOL_OPT_OPTIONAL("--archive", rs_opts, archive),
+        TOOL_OPT_FLAG("--gzip", rs_opts, gzip),
+        TOOL_OPT_FLAG("--drop", rs_opts, drop),
+        TOOL_OPT_FLAG("--noIndexRestore", rs_opts, no_index),
+        TOOL_OPT_FLAG("--noOptionsRestore", rs_opts, no_options),
+        TOOL_OPT_FLAG("--stopOnError", rs_opts, stop_on_error),
+        TOOL_OPT_END,
+    };
     memset(o, 0, sizeof *o);
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        int r = tool_db_opt(argc, argv, &i, &o->db, PROG);
-        if (r < 0)
-            return -1;
-        if (r > 0 || tool_is_name(argc, argv, i))
-            continue;
-        if ((v = tool_opt_value(argc, argv, &i, "--nsInclude"))) {
-            if (o->ninclude == 32) {
-                fprintf(stderr, "%s: too many --nsInclude\n", PROG);
-                return -1;
-            }
-            o->include[o->ninclude++] = v;
-        } else if ((v = tool_opt_value(argc, argv, &i, "--db")) ||
-                   (v = tool_opt_value(argc, argv, &i, "-d")))
-            o->target_db = v;
-        else if ((v = tool_opt_value(argc, argv, &i, "--dir")))
-            o->path = v;
-        else if (strcmp(argv[i], "--archive") == 0)
-            o->archive = "-";
-        else if (strncmp(argv[i], "--archive=", 10) == 0)
-            o->archive = argv[i] + 10;
-        else if (strcmp(argv[i], "--gzip") == 0)
-            o->gzip = true;
-        else if (strcmp(argv[i], "--drop") == 0)
-            o->drop = true;
-        else if (strcmp(argv[i], "--noIndexRestore") == 0)
-            o->no_index = true;
-        else if (strcmp(argv[i], "--noOptionsRestore") == 0)
-            o->no_options = true;
-        else if (strcmp(argv[i], "--stopOnError") == 0)
-            o->stop_on_error = true;
-        else if (strcmp(argv[i], "--help") == 0) {
-            rs_usage(stdout);
-            exit(0);
-        } else if (argv[i][0] != '-' && !o->path)
-            o->path = argv[i];
-        else {
-            fprintf(stderr, "%s: unexpected argument '%s'\n", PROG, argv[i]);
-            return -1;
-        }
-    }
+    if (tool_parse(argc, argv, table, o, &o->db, &o->path, rs_usage, PROG, rs_more) != 0)
+        return -1;
     if (o->archive && o->path) {
         fprintf(stderr, "%s: give either a dump directory or --archive, not both\n", PROG);
         return -1;

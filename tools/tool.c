@@ -5,6 +5,9 @@
  * document framing and the archive's CRC-64.
  */
 #include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -97,6 +100,93 @@ int tool_db_opt(int argc, char **argv, int *i, tool_db_opts *o, const char *prog
         }
         *dst[k] = v;
         return 1;
+    }
+    return 0;
+}
+
+/* One table row's value at argv[*i] into o: 1 taken, 0 not this row, -1
+ * an error printed. */
+static int opt_row(int argc, char **argv, int *i, const tool_opt *t, void *o, const char *prog)
+{
+    char *dst = (char *)o + t->off;
+    const char *a = argv[*i], *v = NULL;
+    if (t->kind == TOOL_FLAG || t->kind == TOOL_OPTIONAL) {
+        size_t n = strlen(t->name);
+        if (strcmp(a, t->name) == 0 || (t->alias && strcmp(a, t->alias) == 0)) {
+            if (t->kind == TOOL_FLAG)
+                *(bool *)dst = true;
+            else
+                *(const char **)dst = "-";
+            return 1;
+        }
+        if (t->kind == TOOL_OPTIONAL && strncmp(a, t->name, n) == 0 && a[n] == '=') {
+            *(const char **)dst = a + n + 1;
+            return 1;
+        }
+        return 0;
+    }
+    if (!(v = tool_opt_value(argc, argv, i, t->name)) &&
+        !(t->alias && (v = tool_opt_value(argc, argv, i, t->alias))))
+        return 0;
+    if (t->kind == TOOL_STR) {
+        *(const char **)dst = v;
+    } else if (t->kind == TOOL_CHOICE) {
+        int k = 0;
+        while (t->choices[k] && strcmp(t->choices[k], v) != 0)
+            k++;
+        if (!t->choices[k]) {
+            fprintf(stderr, "%s: unknown %s '%s' (", prog, t->name + 2, v);
+            for (int j = 0; t->choices[j]; j++)
+                fprintf(stderr, "%s%s", j == 0 ? "" : t->choices[j + 1] ? ", " : " or ",
+                        t->choices[j]);
+            fprintf(stderr, ")\n");
+            return -1;
+        }
+        *(int *)dst = k;
+    } else {
+        char *end;
+        errno = 0;
+        long long n = strtoll(v, &end, 10);
+        if (*v == '\0' || *end || errno || n < t->min || n > t->max) {
+            if (t->max == INT64_MAX)
+                fprintf(stderr, "%s: %s must be an integer of at least %lld\n", prog, t->name,
+                        (long long)t->min);
+            else
+                fprintf(stderr, "%s: %s must be %lld..%lld\n", prog, t->name,
+                        (long long)t->min, (long long)t->max);
+            return -1;
+        }
+        *(int64_t *)dst = n;
+    }
+    return 1;
+}
+
+int tool_parse(int argc, char **argv, const tool_opt *table, void *o, tool_db_opts *db,
+               const char **positional, void (*usage)(FILE *), const char *prog,
+               int (*more)(int argc, char **argv, int *i, void *o, const char *prog))
+{
+    for (int i = 1; i < argc; i++) {
+        int r = tool_db_opt(argc, argv, &i, db, prog);
+        if (r > 0 || (r == 0 && tool_is_name(argc, argv, i)))
+            continue;
+        if (r == 0 && more)
+            r = more(argc, argv, &i, o, prog);
+        for (const tool_opt *t = table; r == 0 && t->name; t++)
+            r = opt_row(argc, argv, &i, t, o, prog);
+        if (r < 0)
+            return -1;
+        if (r > 0)
+            continue;
+        if (strcmp(argv[i], "--help") == 0) {
+            usage(stdout);
+            exit(0);
+        }
+        if (positional && !*positional && argv[i][0] != '-') {
+            *positional = argv[i];
+            continue;
+        }
+        fprintf(stderr, "%s: unexpected argument '%s'\n", prog, argv[i]);
+        return -1;
     }
     return 0;
 }

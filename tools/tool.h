@@ -20,6 +20,7 @@
 
 #include <bson/bson.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <zlib.h>
@@ -58,6 +59,44 @@ const char *tool_opt_value(int argc, char **argv, int *i, const char *name);
 /* argv[*i] is one of the database options: store it and return 1; 0 if
  * it is not one; -1 (message printed) if its value is missing. */
 int tool_db_opt(int argc, char **argv, int *i, tool_db_opts *o, const char *prog);
+
+/*
+ * A tool's options as a table, one row per option, each storing into the
+ * tool's options struct at `off` (offsetof):
+ *   TOOL_STR     "--name V", "--name=V" or the alias: a const char *
+ *   TOOL_FLAG    "--name": a bool set to true
+ *   TOOL_CHOICE  "--name V" with V one of `choices` (NULL-terminated): an
+ *                int set to V's index; another V is "unknown NAME 'V'"
+ *   TOOL_COUNT   "--name N", N an integer in [min, max]: an int64_t
+ *   TOOL_OPTIONAL  "--name" alone (a const char * set to "-") or
+ *                "--name=V" (set to V): mongodump's --archive
+ * The table ends with a row whose name is NULL.
+ */
+typedef enum { TOOL_STR, TOOL_FLAG, TOOL_CHOICE, TOOL_COUNT, TOOL_OPTIONAL } tool_opt_kind;
+typedef struct tool_opt {
+    const char *name, *alias; /* "--collection", "-c" (alias may be NULL) */
+    tool_opt_kind kind;
+    size_t off;
+    const char *const *choices; /* TOOL_CHOICE */
+    int64_t min, max;           /* TOOL_COUNT */
+} tool_opt;
+/* The rows, for a field f of options struct T. */
+#define TOOL_OPT_STR(name, alias, T, f) {name, alias, TOOL_STR, offsetof(T, f), NULL, 0, 0}
+#define TOOL_OPT_FLAG(name, T, f) {name, NULL, TOOL_FLAG, offsetof(T, f), NULL, 0, 0}
+#define TOOL_OPT_CHOICE(name, T, f, choices) {name, NULL, TOOL_CHOICE, offsetof(T, f), choices, 0, 0}
+#define TOOL_OPT_COUNT(name, T, f, lo, hi) {name, NULL, TOOL_COUNT, offsetof(T, f), NULL, lo, hi}
+#define TOOL_OPT_OPTIONAL(name, T, f) {name, NULL, TOOL_OPTIONAL, offsetof(T, f), NULL, 0, 0}
+#define TOOL_OPT_END {NULL, NULL, TOOL_STR, 0, NULL, 0, 0}
+/* Read argv[1..] into the options struct o by table: the database options
+ * (into *db), the table's rows, --help (usage on stdout, exit 0), and one
+ * positional argument into *positional when that is not NULL and still
+ * unset.  `more` (may be NULL) is asked about any other argument first: 1
+ * it took argv[*i] (and maybe more after it), 0 it did not, -1 an error it
+ * printed.  Anything else is "<prog>: unexpected argument '...'".  0, or -1
+ * with the message printed. */
+int tool_parse(int argc, char **argv, const tool_opt *table, void *o, tool_db_opts *db,
+               const char **positional, void (*usage)(FILE *), const char *prog,
+               int (*more)(int argc, char **argv, int *i, void *o, const char *prog));
 /* Open the database; on failure print "<prog>: cannot open DIR: ..." and
  * return NULL.  `create` false refuses a directory that does not exist. */
 md_db *tool_open_db(const tool_db_opts *o, bool create, const char *prog);
