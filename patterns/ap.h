@@ -376,6 +376,20 @@ typedef struct ap_tx_stress {
 int ap_tx_stress_accounts(md_db *db, ap_tx_stress *st, md_error *err);
 int ap_tx_stress_inventory(md_db *db, ap_tx_stress *st, md_error *err);
 
+/* One client thread of a stress run and its tallies. */
+typedef struct ap_tx_client {
+    md_db *db;
+    ap_tx_stress *st;
+    int index;
+    int rc;
+    md_error err;
+    int64_t ok, refused, crashed, cleanups, checkouts;
+} ap_tx_client;
+/* Run min(st->threads, 64) clients, each client_main(ap_tx_client *), add
+ * their tallies into st; the first client's error is returned. */
+int ap_tx_run_clients(md_db *db, ap_tx_stress *st, void *(*client_main)(void *),
+                      md_error *err);
+
 /* ---- Ch.4 Storing Log Data (ap_logs.c) ------------------------------------ */
 extern const ap_usecase ap_usecase_logs;
 

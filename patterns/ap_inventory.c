@@ -547,15 +547,6 @@ int ap_inv_check(md_db *db, int nproducts, const int32_t *initial, bool settled,
 
 /* ---- the concurrent workload --------------------------------------------------------- */
 
-typedef struct inv_client {
-    md_db *db;
-    ap_tx_stress *st;
-    int index;
-    int rc;
-    md_error err;
-    int64_t ok, refused, crashed, cleanups, checkouts;
-} inv_client;
-
 typedef struct client_cart {
     int64_t id;
     int n;
@@ -572,7 +563,7 @@ static bool in_cart(const client_cart *c, int sku)
 }
 
 /* One random operation on the client's cart; false: drop the cart. */
-static bool inv_op(inv_client *c, client_cart *cart, uint64_t *rng)
+static bool inv_op(ap_tx_client *c, client_cart *cart, uint64_t *rng)
 {
     ap_tx_stress *st = c->st;
     ap_tx_opts o = {0};
@@ -632,7 +623,7 @@ static bool inv_op(inv_client *c, client_cart *cart, uint64_t *rng)
 
 static void *inv_client_main(void *arg)
 {
-    inv_client *c = arg;
+    ap_tx_client *c = arg;
     ap_tx_stress *st = c->st;
     uint64_t rng = st->seed * 104729 + (uint64_t)c->index + 1;
     client_cart cart = {.id = -1};
@@ -658,30 +649,9 @@ static void *inv_client_main(void *arg)
 
 int ap_tx_stress_inventory(md_db *db, ap_tx_stress *st, md_error *err)
 {
-    inv_client cs[64];
-    pthread_t th[64];
-    int n = st->threads < 64 ? st->threads : 64, rc = 0;
     if (st->nproducts < 1 || st->nproducts > 64)
         return md_error_set(err, MD_EINVAL, MD_CODE_BAD_VALUE, "1 to 64 products");
-    memset(cs, 0, sizeof cs);
-    for (int i = 0; i < n; i++) {
-        cs[i] = (inv_client){.db = db, .st = st, .index = i};
-        pthread_create(&th[i], NULL, inv_client_main, &cs[i]);
-    }
-    for (int i = 0; i < n; i++) {
-        pthread_join(th[i], NULL);
-        st->ok += cs[i].ok;
-        st->refused += cs[i].refused;
-        st->crashed += cs[i].crashed;
-        st->cleanups += cs[i].cleanups;
-        st->checkouts += cs[i].checkouts;
-        if (cs[i].rc && rc == 0) {
-            rc = cs[i].rc;
-            if (err)
-                *err = cs[i].err;
-        }
-    }
-    return rc;
+    return ap_tx_run_clients(db, st, inv_client_main, err);
 }
 
 /* ---- the measurement ------------------------------------------------------------------ */

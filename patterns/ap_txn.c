@@ -376,18 +376,9 @@ int ap_tx_check(md_db *db, int64_t total, bool settled, md_error *err)
 
 /* ---- the concurrent workload --------------------------------------------------------- */
 
-typedef struct tx_client {
-    md_db *db;
-    ap_tx_stress *st;
-    int index;
-    int rc;
-    md_error err;
-    int64_t ok, refused, crashed, cleanups;
-} tx_client;
-
 static void *tx_client_main(void *arg)
 {
-    tx_client *c = arg;
+    ap_tx_client *c = arg;
     ap_tx_stress *st = c->st;
     uint64_t rng = st->seed * 7919 + (uint64_t)c->index + 1;
     for (int i = 0; i < st->ops && c->rc == 0; i++) {
@@ -419,17 +410,16 @@ static void *tx_client_main(void *arg)
     return NULL;
 }
 
-int ap_tx_stress_accounts(md_db *db, ap_tx_stress *st, md_error *err)
+int ap_tx_run_clients(md_db *db, ap_tx_stress *st, void *(*client_main)(void *),
+                      md_error *err)
 {
-    tx_client cs[64];
+    ap_tx_client cs[64];
     pthread_t th[64];
     int n = st->threads < 64 ? st->threads : 64, rc = 0;
-    if (st->naccounts < 2)
-        return md_error_set(err, MD_EINVAL, MD_CODE_BAD_VALUE, "need two accounts");
     memset(cs, 0, sizeof cs);
     for (int i = 0; i < n; i++) {
-        cs[i] = (tx_client){.db = db, .st = st, .index = i};
-        pthread_create(&th[i], NULL, tx_client_main, &cs[i]);
+        cs[i] = (ap_tx_client){.db = db, .st = st, .index = i};
+        pthread_create(&th[i], NULL, client_main, &cs[i]);
     }
     for (int i = 0; i < n; i++) {
         pthread_join(th[i], NULL);
@@ -437,6 +427,7 @@ int ap_tx_stress_accounts(md_db *db, ap_tx_stress *st, md_error *err)
         st->refused += cs[i].refused;
         st->crashed += cs[i].crashed;
         st->cleanups += cs[i].cleanups;
+        st->checkouts += cs[i].checkouts;
         if (cs[i].rc && rc == 0) {
             rc = cs[i].rc;
             if (err)
@@ -444,6 +435,13 @@ int ap_tx_stress_accounts(md_db *db, ap_tx_stress *st, md_error *err)
         }
     }
     return rc;
+}
+
+int ap_tx_stress_accounts(md_db *db, ap_tx_stress *st, md_error *err)
+{
+    if (st->naccounts < 2)
+        return md_error_set(err, MD_EINVAL, MD_CODE_BAD_VALUE, "need two accounts");
+    return ap_tx_run_clients(db, st, tx_client_main, err);
 }
 
 /* ---- the measurement ------------------------------------------------------------------ */
