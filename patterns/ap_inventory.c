@@ -90,13 +90,32 @@ static int refused(md_error *err, const char *what)
     return md_error_set(err, MD_NOTFOUND, MD_CODE_BAD_VALUE, "%s", what);
 }
 
+/* Both cart operations as the book writes them: the cart update (q1, u1)
+ * while the cart is active, the product's reservation (q2, u2) if the
+ * stock is there, else the cart's compensation (q3, u3). */
+static int reserve(md_db *db, const bson_t *q1, const bson_t *u1, const bson_t *q2,
+                   const bson_t *u2, const bson_t *q3, const bson_t *u3, const ap_tx_opts *o,
+                   md_error *err)
+{
+    ap_steps s = {0, o ? o->crash_after : 0};
+    bool ok;
+    int rc;
+    AP_WRITE(&s, ap_update(db, CART, q1, u1, false, false, &ok, NULL, NULL, NULL, err));
+    if (!ok)
+        return refused(err, "CartInactive");
+    AP_WRITE(&s, ap_update(db, PRODUCT, q2, u2, false, false, &ok, NULL, NULL, NULL, err));
+    if (!ok) {
+        AP_WRITE(&s, ap_update(db, CART, q3, u3, false, false, NULL, NULL, NULL, NULL, err));
+        rc = refused(err, "InadequateInventory");
+    }
+out:
+    return rc;
+}
+
 int ap_inv_add_item(md_db *db, int64_t cart_id, const char *sku, int32_t qty,
                     const ap_tx_opts *o, md_error *err)
 {
-    ap_steps s = {0, o ? o->crash_after : 0};
     int64_t now = pt_now_ms();
-    bool ok;
-    int rc;
     bson_t *q1 = BCON_NEW("_id", BCON_INT64(cart_id), "status", BCON_UTF8("active"));
     bson_t *u1 = BCON_NEW("$set", "{", "last_modified", BCON_DATE_TIME(now), "}", "$push", "{",
                           "items", "{", "sku", BCON_UTF8(sku), "qty", BCON_INT32(qty),
@@ -107,17 +126,7 @@ int ap_inv_add_item(md_db *db, int64_t cart_id, const char *sku, int32_t qty,
                           "timestamp", BCON_DATE_TIME(now), "}", "}");
     bson_t *q3 = BCON_NEW("_id", BCON_INT64(cart_id));
     bson_t *u3 = BCON_NEW("$pull", "{", "items", "{", "sku", BCON_UTF8(sku), "}", "}");
-    AP_WRITE(&s, ap_update(db, CART, q1, u1, false, false, &ok, NULL, NULL, NULL, err));
-    if (!ok) {
-        rc = refused(err, "CartInactive");
-        goto out;
-    }
-    AP_WRITE(&s, ap_update(db, PRODUCT, q2, u2, false, false, &ok, NULL, NULL, NULL, err));
-    if (!ok) {
-        AP_WRITE(&s, ap_update(db, CART, q3, u3, false, false, NULL, NULL, NULL, NULL, err));
-        rc = refused(err, "InadequateInventory");
-    }
-out:
+    int rc = reserve(db, q1, u1, q2, u2, q3, u3, o, err);
     bson_destroy(q1);
     bson_destroy(u1);
     bson_destroy(q2);
@@ -130,11 +139,8 @@ out:
 int ap_inv_update_quantity(md_db *db, int64_t cart_id, const char *sku, int32_t old_qty,
                            int32_t new_qty, const ap_tx_opts *o, md_error *err)
 {
-    ap_steps s = {0, o ? o->crash_after : 0};
     int64_t now = pt_now_ms();
     int32_t delta = new_qty - old_qty;
-    bool ok;
-    int rc;
     bson_t *q1 = BCON_NEW("_id", BCON_INT64(cart_id), "status", BCON_UTF8("active"),
                           "items.sku", BCON_UTF8(sku));
     bson_t *u1 = BCON_NEW("$set", "{", "last_modified", BCON_DATE_TIME(now), "}", "$inc", "{",
@@ -146,17 +152,7 @@ int ap_inv_update_quantity(md_db *db, int64_t cart_id, const char *sku, int32_t 
                           BCON_DATE_TIME(now), "}");
     bson_t *q3 = BCON_NEW("_id", BCON_INT64(cart_id), "items.sku", BCON_UTF8(sku));
     bson_t *u3 = BCON_NEW("$inc", "{", "items.$.qty", BCON_INT32(-delta), "}");
-    AP_WRITE(&s, ap_update(db, CART, q1, u1, false, false, &ok, NULL, NULL, NULL, err));
-    if (!ok) {
-        rc = refused(err, "CartInactive");
-        goto out;
-    }
-    AP_WRITE(&s, ap_update(db, PRODUCT, q2, u2, false, false, &ok, NULL, NULL, NULL, err));
-    if (!ok) {
-        AP_WRITE(&s, ap_update(db, CART, q3, u3, false, false, NULL, NULL, NULL, NULL, err));
-        rc = refused(err, "InadequateInventory");
-    }
-out:
+    int rc = reserve(db, q1, u1, q2, u2, q3, u3, o, err);
     bson_destroy(q1);
     bson_destroy(u1);
     bson_destroy(q2);
