@@ -171,13 +171,13 @@ int ap_comments_link_doc(md_db *db, const bson_oid_t *node, const char *slug, bs
 
 /* ---- approach 2: every comment embedded in its node -------------------------- */
 
-int ap_comments_post_embedded(md_db *db, const bson_oid_t *node, const char *slug,
-                              const char *author, const char *text, int64_t posted_ms,
-                              md_error *err)
+/* update({_id: node}, {$push: {field: c}}): MD_NOTFOUND when there is no
+ * such node. */
+static int push_to_node(md_db *db, const bson_oid_t *node, const char *field, const bson_t *c,
+                        md_error *err)
 {
-    bson_t *c = comment_doc(slug, author, text, posted_ms);
     bson_t *filter = BCON_NEW("_id", BCON_OID(node));
-    bson_t *update = BCON_NEW("$push", "{", "metadata.comments", BCON_DOCUMENT(c), "}");
+    bson_t *update = BCON_NEW("$push", "{", field, BCON_DOCUMENT(c), "}");
     int64_t matched = 0;
     int rc = ap_update(db, AP_COMMENT_NODES, filter, update, false, false, NULL, &matched, NULL,
                        NULL, err);
@@ -185,6 +185,15 @@ int ap_comments_post_embedded(md_db *db, const bson_oid_t *node, const char *slu
         rc = md_error_set(err, MD_NOTFOUND, MD_CODE_NO_SUCH_KEY, "no such node");
     bson_destroy(update);
     bson_destroy(filter);
+    return rc;
+}
+
+int ap_comments_post_embedded(md_db *db, const bson_oid_t *node, const char *slug,
+                              const char *author, const char *text, int64_t posted_ms,
+                              md_error *err)
+{
+    bson_t *c = comment_doc(slug, author, text, posted_ms);
+    int rc = push_to_node(db, node, "metadata.comments", c, err);
     bson_destroy(c);
     return rc;
 }
@@ -278,15 +287,7 @@ int ap_comments_post_embedded_threaded(md_db *db, const bson_oid_t *node, const 
     bson_t *c = BCON_NEW("slug", BCON_UTF8(slug), "posted", BCON_DATE_TIME(posted_ms), "author",
                          "{", "id", BCON_INT32(0), "name", BCON_UTF8(author), "}", "text",
                          BCON_UTF8(text), "replies", "[", "]");
-    bson_t *filter = BCON_NEW("_id", BCON_OID(node));
-    bson_t *update = BCON_NEW("$push", "{", field, BCON_DOCUMENT(c), "}");
-    int64_t matched = 0;
-    int rc = ap_update(db, AP_COMMENT_NODES, filter, update, false, false, NULL, &matched, NULL,
-                       NULL, err);
-    if (rc == 0 && matched == 0)
-        rc = md_error_set(err, MD_NOTFOUND, MD_CODE_NO_SUCH_KEY, "no such node");
-    bson_destroy(update);
-    bson_destroy(filter);
+    int rc = push_to_node(db, node, field, c, err);
     bson_destroy(c);
     return rc;
 }
