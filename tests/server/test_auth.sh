@@ -27,7 +27,6 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 pass=0
 fail=0
 T=$(mktemp -d /tmp/md_auth_XXXXXX) || exit 1
-SERVER_PID=
 cleanup() {
     [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null
     rm -rf "$T"
@@ -39,39 +38,9 @@ skipped() { echo "SKIP: $1"; }
 has() { if grep -q "$2" "$T/server.log"; then ok; else ko "$1: no $2 in the log"; fi; }
 hasnt() { if grep -q "$2" "$T/server.log"; then ko "$1: $2 in the log"; else ok; fi; }
 
-PY=
-for p in python3 /usr/bin/python3; do
-    if command -v "$p" >/dev/null 2>&1 && "$p" -c 'import pymongo' 2>/dev/null; then
-        PY=$p
-        break
-    fi
-done
+. "$HERE/serve_lib.sh"
 SH="$NPM_DIR/node_modules/.bin/mongosh"
 [ -x "$SH" ] && command -v node >/dev/null 2>&1 || SH=
-
-start_server() { # DIR ARGS...
-    dir=$1
-    shift
-    : >"$T/server.log"
-    "$MINIDOC" serve --dbpath "$dir" --port 0 "$@" >"$T/server.log" 2>&1 &
-    SERVER_PID=$!
-    PORT=
-    i=0
-    while [ $i -lt 100 ] && [ -z "$PORT" ]; do
-        PORT=$(sed -n 's/.*"Waiting for connections".*"port" : \([0-9]*\).*/\1/p' "$T/server.log")
-        [ -n "$PORT" ] || sleep 0.1
-        i=$((i + 1))
-    done
-    [ -n "$PORT" ]
-}
-
-stop_server() { # PHASE
-    kill -TERM "$SERVER_PID"
-    wait "$SERVER_PID"
-    st=$?
-    SERVER_PID=
-    if [ "$st" = 0 ]; then ok; else ko "$1: server exit status $st after SIGTERM"; fi
-}
 
 pymongo_suite() { # PHASE [ENV...]
     phase=$1

@@ -25,7 +25,6 @@ pass=0
 fail=0
 skip=0
 T=$(mktemp -d /tmp/md_drivers_XXXXXX) || exit 1
-SERVER_PID=
 cleanup() {
     [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null
     rm -rf "$T"
@@ -35,37 +34,15 @@ ok() { pass=$((pass + 1)); }
 ko() { fail=$((fail + 1)); echo "FAIL: $1"; }
 skipped() { skip=$((skip + 1)); echo "SKIP: $1"; }
 
-# A python3 that has pymongo: Debian's, whatever python3 comes first on PATH.
-PY=
-for p in python3 /usr/bin/python3; do
-    if command -v "$p" >/dev/null 2>&1 && "$p" -c 'import pymongo' 2>/dev/null; then
-        PY=$p
-        break
-    fi
-done
+. "$(dirname "$0")/serve_lib.sh"
 
-start_server() { # ENGINE DIR
-    : >"$T/server.log"
-    "$MINIDOC" serve --dbpath "$2" --port 0 --engine "$1" \
-        --opts '{"mmapv1": {"firstFileSize": 1048576, "nsSize": 1048576}}' \
-        >"$T/server.log" 2>&1 &
-    SERVER_PID=$!
-    PORT=
-    i=0
-    while [ $i -lt 100 ] && [ -z "$PORT" ]; do
-        PORT=$(sed -n 's/.*"Waiting for connections".*"port" : \([0-9]*\).*/\1/p' "$T/server.log")
-        [ -n "$PORT" ] || sleep 0.1
-        i=$((i + 1))
-    done
-    [ -n "$PORT" ]
+serve() { # ENGINE DIR
+    start_server "$2" --engine "$1" \
+        --opts '{"mmapv1": {"firstFileSize": 1048576, "nsSize": 1048576}}'
 }
 
-stop_server() { # ENGINE
-    kill -TERM "$SERVER_PID"
-    wait "$SERVER_PID"
-    st=$?
-    SERVER_PID=
-    if [ "$st" = 0 ]; then ok; else ko "$1: server exit status $st after SIGTERM"; fi
+stop_checked() { # ENGINE: stop_server, then its shutdown line and JSON log
+    stop_server "$1"
     if grep -q '"msg":"Shutting down"' "$T/server.log"; then ok; else ko "$1: no shutdown line"; fi
     bad=$(grep -v '^{"t":{"\$date":"[^"]*"},"s":"[IWEF]","c":"[A-Z]*","id":[0-9]*,"ctx":"[^"]*","msg":' \
         "$T/server.log" | head -3)
@@ -74,7 +51,7 @@ stop_server() { # ENGINE
 
 for engine in btree mmapv1; do
     DATA="$T/data-$engine"
-    if ! start_server "$engine" "$DATA"; then
+    if ! serve "$engine" "$DATA"; then
         ko "$engine: the server did not start: $(cat "$T/server.log")"
         continue
     fi
@@ -134,7 +111,7 @@ $out"
         fi
     fi
 
-    stop_server "$engine"
+    stop_checked "$engine"
     # the data the clients wrote survives the shutdown: read it back with the CLI
     if [ -n "$PY" ]; then
         out=$("$MINIDOC" --dbpath "$DATA/pytest_$engine" --dbname "pytest_$engine" \
