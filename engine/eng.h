@@ -474,6 +474,20 @@ int eng_rc_to_code(int rc);
  * (bson_validate costs several times as much): for engines without a
  * checksum on records, before a document leaves the library. */
 bool eng_bson_well_formed(const uint8_t *p, uint32_t len);
+/* One element of a document's bytes, as eng_bson_next reads it. */
+typedef struct eng_bson_elem {
+    uint8_t type;
+    const char *key; /* NUL-terminated, klen bytes */
+    uint32_t klen;
+    const uint8_t *val; /* the value's vlen bytes */
+    uint32_t vlen;
+} eng_bson_elem;
+/* The element at p[*i] of a document whose elements end at p[end] (its
+ * terminating 00): type, key and the value's extent, *i moved past it.
+ * Every length is checked against end, the values' contents are not
+ * (eng_bson_well_formed checks those).  false at the end, or on bytes
+ * that make no element. */
+bool eng_bson_next(const uint8_t *p, uint32_t end, uint32_t *i, eng_bson_elem *e);
 /* Reads (rs_get, cursors) take no md_error: an engine notes the details of
  * a failed read here (per thread), and the caller that reports the failure
  * takes them (false: none noted since the last take). */

@@ -57,53 +57,6 @@ static int check_id(const bson_iter_t *it, md_error *err)
     return 0;
 }
 
-static uint32_t rd32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-/* The top-level names of a document, walked over its bytes instead of with
- * bson_iter_next (which checks every value again: the document was checked
- * where it entered).  At p[*i]: the next element's key into *key (*klen
- * bytes) and *i past its value; false at the end or on bytes that do not
- * make an element. */
-static bool next_name(const uint8_t *p, uint32_t end, uint32_t *i, const char **key,
-                      size_t *klen)
-{
-    if (*i >= end)
-        return false;
-    uint8_t type = p[*i];
-    const uint8_t *k = p + *i + 1, *z = memchr(k, 0, end - *i - 1);
-    if (!z)
-        return false;
-    uint32_t v = (uint32_t)(z + 1 - p), left = end - v, n;
-    switch (type) {
-    case 0x06: case 0x0A: case 0x7F: case 0xFF: n = 0; break;
-    case 0x08: n = 1; break;
-    case 0x10: n = 4; break;
-    case 0x01: case 0x09: case 0x11: case 0x12: n = 8; break;
-    case 0x07: n = 12; break;
-    case 0x13: n = 16; break;
-    case 0x02: case 0x0D: case 0x0E: n = left < 4 ? UINT32_MAX : 4 + rd32(p + v); break;
-    case 0x0C: n = left < 4 ? UINT32_MAX : 16 + rd32(p + v); break;
-    case 0x05: n = left < 4 ? UINT32_MAX : 5 + rd32(p + v); break;
-    case 0x03: case 0x04: case 0x0F: n = left < 4 ? UINT32_MAX : rd32(p + v); break;
-    case 0x0B: {
-        const uint8_t *a = memchr(p + v, 0, left), *b;
-        b = a ? memchr(a + 1, 0, (size_t)(p + end - a - 1)) : NULL;
-        n = b ? (uint32_t)(b + 1 - (p + v)) : UINT32_MAX;
-        break;
-    }
-    default: return false;
-    }
-    if (n > left)
-        return false;
-    *key = (const char *)k;
-    *klen = (size_t)(z - k);
-    *i = v + n;
-    return true;
-}
-
 int q_doc_prepare_insert(const bson_t *doc, bson_t *out, md_error *err)
 {
     bson_iter_t it, id;
@@ -113,16 +66,16 @@ int q_doc_prepare_insert(const bson_t *doc, bson_t *out, md_error *err)
         return q_err(err, MD_ETOOBIG, MD_CODE_BSON_OBJECT_TOO_LARGE,
                      "object to insert too large. size in bytes: %u, max size: %d", doc->len,
                      Q_BSON_MAX);
-    /* validated where it entered (md_db_command, the typed API), not again */
+    /* validated where it entered (md_db_command, the typed API), not again:
+     * the names are walked over the bytes, not with bson_iter_next */
     const uint8_t *p = bson_get_data(doc);
-    const char *key;
-    size_t klen;
+    eng_bson_elem e;
     uint32_t i = 4, end = doc->len - 1;
-    while (next_name(p, end, &i, &key, &klen)) {
-        if (key[0] == '$')
+    while (eng_bson_next(p, end, &i, &e)) {
+        if (e.key[0] == '$')
             return q_err(err, MD_EINVAL, MD_CODE_DOLLAR_PREFIXED_FIELD_NAME,
-                         "Document can't have $ prefixed field names: %s", key);
-        bool is_id = klen == 3 && memcmp(key, "_id", 3) == 0;
+                         "Document can't have $ prefixed field names: %s", e.key);
+        bool is_id = e.klen == 3 && memcmp(e.key, "_id", 3) == 0;
         id_first |= first && is_id;
         nid += is_id;
         first = false;
