@@ -477,17 +477,67 @@ bool eng_bson_well_formed(const uint8_t *p, uint32_t len);
 /* One element of a document's bytes, as eng_bson_next reads it. */
 typedef struct eng_bson_elem {
     uint8_t type;
+    bool key_ascii;  /* no byte of the key has its high bit set */
     const char *key; /* NUL-terminated, klen bytes */
     uint32_t klen;
     const uint8_t *val; /* the value's vlen bytes */
     uint32_t vlen;
 } eng_bson_elem;
+
+static inline uint32_t eng_le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
 /* The element at p[*i] of a document whose elements end at p[end] (its
  * terminating 00): type, key and the value's extent, *i moved past it.
  * Every length is checked against end, the values' contents are not
  * (eng_bson_well_formed checks those).  false at the end, or on bytes
- * that make no element. */
-bool eng_bson_next(const uint8_t *p, uint32_t end, uint32_t *i, eng_bson_elem *e);
+ * that make no element.  Inline: it is on every insert's path twice. */
+static inline bool eng_bson_next(const uint8_t *p, uint32_t end, uint32_t *i,
+                                 eng_bson_elem *e)
+{
+    if (*i >= end)
+        return false;
+    uint32_t k = *i + 1;
+    uint8_t high = 0;
+    while (k < end && p[k] != 0)
+        high |= p[k++];
+    if (k == end)
+        return false;
+    uint32_t v = k + 1, left = end - v;
+    uint64_t n;
+    e->type = p[*i];
+    switch (e->type) {
+    case 0x06: case 0x0A: case 0x7F: case 0xFF: n = 0; break;
+    case 0x08: n = 1; break;
+    case 0x10: n = 4; break;
+    case 0x01: case 0x09: case 0x11: case 0x12: n = 8; break;
+    case 0x07: n = 12; break;
+    case 0x13: n = 16; break;
+    case 0x02: case 0x0D: case 0x0E: n = left < 4 ? UINT64_MAX : 4 + (uint64_t)eng_le32(p + v); break;
+    case 0x0C: n = left < 4 ? UINT64_MAX : 16 + (uint64_t)eng_le32(p + v); break;
+    case 0x05: n = left < 4 ? UINT64_MAX : 5 + (uint64_t)eng_le32(p + v); break;
+    case 0x03: case 0x04: case 0x0F: n = left < 4 ? UINT64_MAX : eng_le32(p + v); break;
+    case 0x0B: { /* pattern and options, each NUL-terminated */
+        uint32_t q = v, nul = 0;
+        while (q < end && nul < 2)
+            nul += p[q++] == 0;
+        n = nul == 2 ? q - v : UINT64_MAX;
+        break;
+    }
+    default: return false;
+    }
+    if (n > left)
+        return false;
+    e->key_ascii = !(high & 0x80);
+    e->key = (const char *)p + *i + 1;
+    e->klen = k - *i - 1;
+    e->val = p + v;
+    e->vlen = (uint32_t)n;
+    *i = v + (uint32_t)n;
+    return true;
+}
 /* Reads (rs_get, cursors) take no md_error: an engine notes the details of
  * a failed read here (per thread), and the caller that reports the failure
  * takes them (false: none noted since the last take). */

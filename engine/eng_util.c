@@ -213,55 +213,11 @@ int eng_alloc_parse(const char *name)
 }
 
 
-static uint32_t le32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-bool eng_bson_next(const uint8_t *p, uint32_t end, uint32_t *i, eng_bson_elem *e)
-{
-    if (*i >= end)
-        return false;
-    const uint8_t *k = p + *i + 1, *z = memchr(k, 0, end - *i - 1);
-    if (!z)
-        return false;
-    uint32_t v = (uint32_t)(z + 1 - p), left = end - v;
-    uint64_t n;
-    e->type = p[*i];
-    switch (e->type) {
-    case 0x06: case 0x0A: case 0x7F: case 0xFF: n = 0; break;
-    case 0x08: n = 1; break;
-    case 0x10: n = 4; break;
-    case 0x01: case 0x09: case 0x11: case 0x12: n = 8; break;
-    case 0x07: n = 12; break;
-    case 0x13: n = 16; break;
-    case 0x02: case 0x0D: case 0x0E: n = left < 4 ? UINT64_MAX : 4 + (uint64_t)le32(p + v); break;
-    case 0x0C: n = left < 4 ? UINT64_MAX : 16 + (uint64_t)le32(p + v); break;
-    case 0x05: n = left < 4 ? UINT64_MAX : 5 + (uint64_t)le32(p + v); break;
-    case 0x03: case 0x04: case 0x0F: n = left < 4 ? UINT64_MAX : le32(p + v); break;
-    case 0x0B: { /* pattern and options, each NUL-terminated */
-        const uint8_t *a = memchr(p + v, 0, left), *b;
-        b = a ? memchr(a + 1, 0, (size_t)(p + end - a - 1)) : NULL;
-        n = b ? (uint64_t)(b + 1 - (p + v)) : UINT64_MAX;
-        break;
-    }
-    default: return false;
-    }
-    if (n > left)
-        return false;
-    e->key = (const char *)k;
-    e->klen = (uint32_t)(z - k);
-    e->val = p + v;
-    e->vlen = (uint32_t)n;
-    *i = v + (uint32_t)n;
-    return true;
-}
-
 /* One document at depth (embedded documents recurse, 100 levels at most):
  * eng_bson_next's extents, then each value's own rules. */
 static bool well_formed(const uint8_t *p, uint32_t len, int depth)
 {
-    if (len < 5 || le32(p) != len || p[len - 1] != 0 || depth > 100)
+    if (len < 5 || eng_le32(p) != len || p[len - 1] != 0 || depth > 100)
         return false;
     uint32_t i = 4, end = len - 1;
     eng_bson_elem e;
@@ -270,10 +226,7 @@ static bool well_formed(const uint8_t *p, uint32_t len, int depth)
             return false;
         /* the key is UTF-8 (checked only when it is not plain ASCII, as
          * keys nearly always are) */
-        uint8_t high = 0;
-        for (uint32_t k = 0; k < e.klen; k++)
-            high |= (uint8_t)e.key[k];
-        if ((high & 0x80) && !bson_utf8_validate(e.key, e.klen, false))
+        if (!e.key_ascii && !bson_utf8_validate(e.key, e.klen, false))
             return false;
         const uint8_t *v = e.val;
         uint32_t n = e.vlen;
@@ -283,13 +236,13 @@ static bool well_formed(const uint8_t *p, uint32_t len, int depth)
                 return false;
             break;
         case 0x02: case 0x0D: case 0x0E: case 0x0C: { /* a string: length >= 1, NUL-terminated */
-            uint32_t sn = 4 + le32(v);
+            uint32_t sn = 4 + eng_le32(v);
             if (sn < 5 || v[sn - 1] != 0)
                 return false;
             break;
         }
         case 0x05: /* subtype 2 (old binary) holds its own length again */
-            if (v[4] == 0x02 && (n < 9 || le32(v + 5) != n - 9))
+            if (v[4] == 0x02 && (n < 9 || eng_le32(v + 5) != n - 9))
                 return false;
             break;
         case 0x03: case 0x04:
@@ -300,7 +253,7 @@ static bool well_formed(const uint8_t *p, uint32_t len, int depth)
             if (n < 14)
                 return false;
             {
-                uint32_t sl = le32(v + 4);
+                uint32_t sl = eng_le32(v + 4);
                 if (sl < 1 || (uint64_t)8 + sl + 5 > n || v[8 + sl - 1] != 0 ||
                     !well_formed(v + 8 + sl, n - 8 - sl, depth + 1))
                     return false;
