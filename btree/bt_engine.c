@@ -316,6 +316,7 @@ static int bt_open(const char *dir, const char *db_name, const bson_t *opts, eng
     e->hdr.ops = &bt_engine_ops;
     e->lock_fd = -1;
     e->log.fd = -1;
+    pthread_mutex_init(&e->log.wmu, NULL);
     pthread_mutex_init(&e->log.mu, NULL);
     pthread_cond_init(&e->log.cv, NULL);
     bt_conc_init(e);

@@ -437,17 +437,20 @@ typedef struct bt_log {
     bool no_recovery_ckpt; /* debugNoRecoveryCheckpoint: replay twice in tests */
     bool thr_on;
     pthread_t thr;
-    pthread_mutex_t mu;
+    pthread_mutex_t wmu; /* the file; taken before mu, held through I/O */
+    pthread_mutex_t mu;  /* the buffer, LSNs, counters; no I/O under it */
     pthread_cond_t cv;
     bool stop;
-    int fd;            /* the current file, -1 when none */
-    uint32_t fnum;     /* its number */
-    uint64_t written;  /* bytes of it written (buffer starts here) */
-    uint64_t synced;   /* bytes of it fdatasynced */
-    bt_buf buf;        /* records appended, not yet written */
-    uint64_t next_lsn; /* the LSN of the next record */
-    int io_err;        /* sticky: a failed write or fsync */
-    int64_t since_ckpt, records, raw_bytes, stored_bytes, syncs;
+    int fd;            /* the current file, -1 when none (changed under both) */
+    uint32_t fnum;     /* its number (changed under both) */
+    uint64_t written;  /* bytes of it written (wmu) */
+    uint64_t synced;   /* bytes of it fdatasynced (wmu) */
+    int64_t syncs;     /* fdatasyncs (wmu) */
+    bt_buf buf;        /* records appended, not yet taken by a writer (mu) */
+    bt_buf spare;      /* the buffer a writer swaps in (mu) */
+    uint64_t next_lsn; /* the LSN of the next record (mu) */
+    int io_err;        /* sticky: a failed write or fsync (mu) */
+    int64_t since_ckpt, records, raw_bytes, stored_bytes; /* mu */
 } bt_log;
 
 enum { BT_LOG_PUT = 1, BT_LOG_DEL = 2, BT_LOG_CREATE = 3, BT_LOG_DROP = 4 };
