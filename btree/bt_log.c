@@ -548,7 +548,8 @@ int bt_log_commit(bt_engine *e, const bt_buf *body, bt_buf *prepared, bool durab
         pthread_mutex_lock(&l->wmu);
         pthread_mutex_lock(&l->mu);
         rc = l->fd < 0 ? MD_EIO : l->io_err;
-        if (rc == 0 && LSN_OFF(l->next_lsn) + rec->n > l->file_max)
+        if (rc == 0 && LSN_OFF(l->next_lsn) + rec->n > l->file_max &&
+            LSN_OFF(l->next_lsn) > BT_LOG_FHDR)
             rc = switch_locked(l);
         pthread_mutex_unlock(&l->wmu);
     }
