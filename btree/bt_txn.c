@@ -210,16 +210,15 @@ static int rand_height(void)
 static bt_upd *upd_new(uint64_t txn_id, bool present, const uint8_t *val, uint32_t vlen,
                        bool has_val)
 {
-    bt_upd *u = calloc(1, sizeof *u);
+    bool v = present && has_val;
+    bt_upd *u = malloc(sizeof *u + (v ? vlen : 0));
     if (!u)
         return NULL;
+    memset(u, 0, sizeof *u);
     u->txn_id = txn_id;
     u->present = present;
-    if (present && has_val) {
-        if (!(u->val = malloc(vlen ? vlen : 1))) {
-            free(u);
-            return NULL;
-        }
+    if (v) {
+        u->val = (uint8_t *)(u + 1);
         if (vlen)
             memcpy(u->val, val, vlen);
         u->vlen = vlen;
@@ -232,7 +231,6 @@ static int64_t upd_free_list(bt_upd *u)
     int64_t n = 0;
     while (u) {
         bt_upd *o = u->older;
-        free(u->val);
         free(u);
         u = o;
         n++;
@@ -245,15 +243,15 @@ static bt_chain *ov_insert(bt_tree *t, bt_chain ***slot, const uint8_t *key, uin
                            eng_rid rid, const bt_ent *base)
 {
     int h = rand_height();
-    bt_chain *c = calloc(1, sizeof *c + (size_t)h * sizeof c->next[0]);
+    size_t links = sizeof(bt_chain) + (size_t)h * sizeof(bt_chain *);
+    bt_chain *c = malloc(links + klen);
     if (!c)
         return NULL;
-    c->key = malloc(klen ? klen : 1);
+    memset(c, 0, links);
+    c->key = (uint8_t *)c + links;
     c->head = upd_new(0, base != NULL, base ? base->val : NULL, base ? base->vlen : 0,
                       base && base->has_val);
-    if (!c->key || !c->head) {
-        free(c->key);
-        free(c->head);
+    if (!c->head) {
         free(c);
         return NULL;
     }
@@ -270,18 +268,24 @@ static bt_chain *ov_insert(bt_tree *t, bt_chain ***slot, const uint8_t *key, uin
     return c;
 }
 
+static void chain_free(bt_engine *e, bt_chain *c)
+{
+    ADD(e->st.freed, upd_free_list(c->head));
+    free(c);
+}
+
+/* Unlink a chain that never held a committed version (an abort, a failed
+ * write): it has only its base image left. */
 static void ov_remove(bt_engine *e, bt_tree *t, bt_chain *c)
 {
     bt_chain **slot[BT_SKIP_MAX];
     bt_chain *f = ov_find(&t->ov, c->key, c->klen, c->rid, slot);
-    assert(f == c);
+    assert(f == c && !c->pending);
     (void)f;
     for (int i = 0; i < c->height; i++)
         *slot[i] = c->next[i];
     __atomic_store_n(&t->ov.n, t->ov.n - 1, __ATOMIC_RELAXED);
-    ADD(e->st.freed, upd_free_list(c->head));
-    free(c->key);
-    free(c);
+    chain_free(e, c);
 }
 
 /* Every tree's overlay is initialized as the tree joins the engine
@@ -290,88 +294,125 @@ void bt_ov_init(bt_tree *t)
 {
     pthread_mutex_init(&t->ov.mu, NULL);
     t->ov.mu_ok = true;
+    t->ov.fold_at = BT_FOLD_MIN;
 }
 
-/* Free a tree's whole overlay (the tree is going away). */
+/* Free a tree's whole overlay (the tree is going away: a drop, or the
+ * engine closing after its last checkpoint). */
 void bt_ov_free(bt_engine *e, bt_tree *t)
 {
     bt_chain *c = t->ov.head[0];
     while (c) {
         bt_chain *n = c->next[0];
         upd_free_list(c->head);
-        free(c->key);
         free(c);
         c = n;
     }
-    free(t->ov.sweep);
+    ADD(e->unfolded, -t->ov.pending);
     if (t->ov.mu_ok)
         pthread_mutex_destroy(&t->ov.mu);
     memset(&t->ov, 0, sizeof t->ov);
 }
 
-static int sweep_push(bt_tree *t, bt_chain *c)
-{
-    bt_overlay *o = &t->ov;
-    if (c->on_sweep)
-        return 0;
-    if (o->nsweep == o->capsweep) {
-        size_t ncap = o->capsweep ? o->capsweep * 2 : 64;
-        bt_chain **nv = realloc(o->sweep, ncap * sizeof *nv);
-        if (!nv)
-            return MD_ENOMEM; /* the chain just stays: correct, not freed */
-        o->sweep = nv;
-        o->capsweep = ncap;
-    }
-    o->sweep[o->nsweep++] = c;
-    c->on_sweep = true;
-    return 0;
-}
+/* ---- folding committed versions into the base ------------------------------------- */
 
-/* Drop the listed chains no snapshot needs and trim the others to the
- * newest version the oldest snapshot sees.  A chain whose head is
- * uncommitted leaves the list: its writer lists it again at its end.
- * With a snapshot open, rescans only when the oldest snapshot moved or the
- * list doubled (a long reader must not make every commit O(list)); with
- * none, everything listed goes. */
-static void sweep_tree(bt_engine *e, bt_tree *t, uint64_t oldest)
+/* Fold t's overlay: apply every pending chain's newest committed version
+ * to the base, in key order (the skiplist's level 0, so the puts walk the
+ * leaves in order), then drop the chains no open snapshot needs (head
+ * committed at or before `oldest`, nothing pending) and trim the others to
+ * the version the oldest snapshot sees.  The survivors are relinked in the
+ * same pass: no search per chain.  A put that fails leaves its chain
+ * pending (readers still see the version through it) and is reported.
+ * Under the exclusive latch: no reader is in the overlay. */
+static int fold_tree(bt_engine *e, bt_tree *t, uint64_t oldest, md_error *err)
 {
     bt_overlay *o = &t->ov;
-    size_t j = 0;
-    if (o->nsweep == 0 || (oldest != UINT64_MAX && oldest == o->swept_oldest &&
-                           o->nsweep < 2 * o->swept_n + 64))
-        return;
-    for (size_t i = 0; i < o->nsweep; i++) {
-        bt_chain *c = o->sweep[i];
+    bt_chain **tail[BT_SKIP_MAX];
+    size_t n = 0, applied = 0;
+    int rc = 0;
+    if (!o->n)
+        return 0;
+    for (int i = 0; i < BT_SKIP_MAX; i++)
+        tail[i] = &o->head[i];
+    for (bt_chain *c = o->head[0], *next; c; c = next) {
+        next = c->next[0];
         bt_upd *u = c->head;
-        if (u->txn_id && !u->ts) {
-            c->on_sweep = false;
-            continue;
+        if (c->pending && rc == 0) {
+            if (u->txn_id && !u->ts)
+                u = u->older; /* an open transaction's version: below it */
+            int r = u->present ? bt_put(t, c->key, c->klen, c->rid, u->val, u->vlen,
+                                        t->kind != BT_SS, NULL, err)
+                               : bt_del(t, c->key, c->klen, c->rid, NULL, err);
+            if (r == 0 || (r == MD_NOTFOUND && !u->present)) {
+                c->pending = false;
+                applied++;
+            } else {
+                rc = r;
+            }
         }
-        if (u->ts <= oldest) {
-            ov_remove(e, t, c);
+        u = c->head;
+        if (!c->pending && (!u->txn_id || (u->ts && u->ts <= oldest))) {
+            chain_free(e, c);
             continue;
         }
         while (u->older && !(u->ts && u->ts <= oldest) && u->txn_id)
             u = u->older;
         ADD(e->st.freed, upd_free_list(u->older));
         u->older = NULL;
-        o->sweep[j++] = c;
+        for (int i = 0; i < c->height; i++) {
+            *tail[i] = c;
+            tail[i] = &c->next[i];
+        }
+        n++;
     }
-    o->nsweep = o->swept_n = j;
-    o->swept_oldest = oldest;
+    for (int i = 0; i < BT_SKIP_MAX; i++)
+        *tail[i] = NULL;
+    __atomic_store_n(&o->n, n, __ATOMIC_RELAXED);
+    o->pending -= applied;
+    o->fold_at = n * 2 > BT_FOLD_MIN ? n * 2 : BT_FOLD_MIN;
+    ADD(e->unfolded, -applied);
+    ADD(e->st.folds, 1);
+    ADD(e->st.folded, (int64_t)applied);
+    if (applied)
+        e->gen++;
+    return rc;
 }
 
-/* lock: under the shared latch (abort); else the exclusive one (commit). */
-static void sweep_all(bt_engine *e, uint64_t oldest, bool lock)
+static uint64_t oldest_snapshot(bt_engine *e)
 {
+    pthread_mutex_lock(&e->txn_mu);
+    uint64_t o = oldest_locked(e);
+    pthread_mutex_unlock(&e->txn_mu);
+    return o;
+}
+
+int bt_fold_all(bt_engine *e, md_error *err)
+{
+    uint64_t oldest = oldest_snapshot(e);
+    int rc = 0;
     for (size_t i = 0; i <= e->ntrees; i++) {
-        bt_tree *t = i < e->ntrees ? e->trees[i] : e->meta;
-        if (lock)
-            pthread_mutex_lock(&t->ov.mu);
-        sweep_tree(e, t, oldest);
-        if (lock)
-            pthread_mutex_unlock(&t->ov.mu);
+        int r = fold_tree(e, i < e->ntrees ? e->trees[i] : e->meta, oldest, err);
+        if (r && !rc)
+            rc = r;
     }
+    return rc;
+}
+
+/* Reads call this before their shared latch.  When versions wait to be
+ * folded and BT_FOLD_IDLE reads came without a commit in between, one
+ * reader (the evicting flag keeps it to one) folds them, so that a
+ * read-mostly workload reads the base alone again. */
+void bt_fold_idle(bt_engine *e)
+{
+    if (!LOAD(e->unfolded) || ADD(e->idle_reads, 1) < BT_FOLD_IDLE ||
+        __atomic_exchange_n(&e->evicting, true, __ATOMIC_ACQUIRE))
+        return;
+    bt_latch_excl(e);
+    if (!e->crashed)
+        (void)bt_fold_all(e, NULL); /* a failed put stays pending; checkpoint reports it */
+    __atomic_store_n(&e->idle_reads, 0, __ATOMIC_RELAXED);
+    bt_unlatch(e);
+    __atomic_store_n(&e->evicting, false, __ATOMIC_RELEASE);
 }
 
 /* ---- reads and writes ------------------------------------------------------------- */
@@ -407,14 +448,15 @@ int bt_buf_set(bt_buf *b, const uint8_t *p, size_t n)
     return bt_buf_put(b, p, n);
 }
 
-/* The value of (key, rid) as the calling thread sees it, copied into *val.
- * The caller holds the shared latch. */
+/* The value of (key, rid) as the calling thread sees it, copied into *val:
+ * through the key's chain if it has one (outside a transaction: its newest
+ * commit), else from the base.  The caller holds the shared latch. */
 int bt_lookup(bt_engine *e, bt_txn *x, bt_tree *t, const uint8_t *key, uint32_t klen,
               eng_rid rid, bt_buf *val, md_error *err)
 {
     bt_ent *en;
     int rc;
-    if (x && bt_ov_count(t)) {
+    if (bt_ov_count(t)) {
         pthread_mutex_lock(&t->ov.mu);
         bt_chain *c = ov_exact(t, key, klen, rid, NULL);
         if (c) {
@@ -487,15 +529,14 @@ static int push_version(bt_txn *x, bt_tree *t, bt_chain *c, bool present, const 
         c->head = u;
         x->m[x->nm++] = (bt_mod){.t = t, .c = c};
     } else {
-        uint8_t *nv = present && has_val ? malloc(vlen ? vlen : 1) : NULL;
-        if (present && has_val && !nv)
+        bt_upd *nu = upd_new(x->id, present, val, vlen, has_val);
+        if (!nu)
             return MD_ENOMEM;
-        if (nv && vlen)
-            memcpy(nv, val, vlen);
-        free(u->val);
-        u->val = nv;
-        u->vlen = nv ? vlen : 0;
-        u->present = present;
+        nu->older = u->older;
+        nu->mod = u->mod;
+        c->head = nu;
+        free(u);
+        u = nu;
     }
     bt_mod *m = &x->m[u->mod];
     m->d_ins += mode == BT_W_INSERT;
@@ -534,7 +575,7 @@ static int write_locked(bt_engine *e, bt_txn *x, bt_tree *t, const uint8_t *key,
     if (!c && !(c = ov_insert(t, slot, key, klen, rid, present ? en : NULL)))
         return bt_nomem(err);
     if ((rc = push_version(x, t, c, !del, val, vlen, mode)) != 0) {
-        if (!c->head->older && !c->head->txn_id && !c->on_sweep)
+        if (!c->head->older && !c->head->txn_id)
             ov_remove(e, t, c); /* only the base image: as if never made */
         return bt_nomem(err);
     }
@@ -577,13 +618,23 @@ static void txn_end_shared(bt_engine *e, bt_txn *x);
 int bt_txn_begin(eng_engine *eh, eng_txn **out)
 {
     bt_engine *e = (bt_engine *)eh;
+    bt_txn *t;
     if (bt_txn_mine(e))
         return MD_EBUSY; /* one transaction per thread */
-    bt_txn *t = calloc(1, sizeof *t);
-    if (!t)
+    pthread_mutex_lock(&e->txn_mu);
+    if ((t = e->spare) != NULL) {
+        e->spare = t->next;
+        e->nspare--;
+        t->next = NULL;
+    }
+    pthread_mutex_unlock(&e->txn_mu);
+    if (!t && !(t = calloc(1, sizeof *t)))
         return MD_ENOMEM;
     t->hdr.engine = eh;
     if (tl_set(e, t) != 0) {
+        free(t->m);
+        free(t->u);
+        bt_buf_free(&t->lg);
         free(t);
         return MD_ENOMEM;
     }
@@ -615,21 +666,57 @@ static uint64_t txn_unlink(bt_engine *e, bt_txn *x)
     return o;
 }
 
+/* An ended transaction goes to the engine's spares with its arrays (the
+ * next begin takes it: no allocation per transaction), or is freed. */
 static void txn_free(bt_engine *e, bt_txn *x)
 {
     if (bt_txn_mine(e) == x)
         tl_set(e, NULL);
-    free(x->m);
-    free(x->u);
-    bt_buf_free(&x->lg);
-    free(x);
+    x->nm = x->n = 0;
+    x->lg.n = 0;
+    x->lg.oom = false;
+    x->wseq = 0;
+    x->prev = NULL;
+    pthread_mutex_lock(&e->txn_mu);
+    if (e->nspare < BT_SPARE && x->capm <= 1024 && x->lg.cap <= (1u << 20)) {
+        x->next = e->spare;
+        e->spare = x;
+        e->nspare++;
+        x = NULL;
+    }
+    pthread_mutex_unlock(&e->txn_mu);
+    if (x) {
+        free(x->m);
+        free(x->u);
+        bt_buf_free(&x->lg);
+        free(x);
+    }
 }
 
-/* Stamp x's versions with a new commit timestamp and apply them to the
- * base.  Under the exclusive latch. */
-static int apply_locked(bt_engine *e, bt_txn *x, md_error *err)
+void bt_txn_spares_free(bt_engine *e)
 {
-    int rc = 0;
+    while (e->spare) {
+        bt_txn *x = e->spare;
+        e->spare = x->next;
+        free(x->m);
+        free(x->u);
+        bt_buf_free(&x->lg);
+        free(x);
+    }
+    e->nspare = 0;
+}
+
+static int64_t ent_size(const bt_tree *t, const bt_chain *c, const bt_upd *u)
+{
+    return t->kind == BT_RS ? (int64_t)u->vlen : (int64_t)c->klen + 8;
+}
+
+/* Stamp x's versions with a new commit timestamp and count them into their
+ * trees' counters (the version under each is the key's previous commit, or
+ * its base image: invariant 5).  The versions stay in the overlay, pending,
+ * until a fold applies them to the base.  Under the exclusive latch. */
+static void stamp_locked(bt_engine *e, bt_txn *x)
+{
     pthread_mutex_lock(&e->txn_mu);
     uint64_t ts = ++e->last_ts;
     pthread_mutex_unlock(&e->txn_mu);
@@ -637,21 +724,46 @@ static int apply_locked(bt_engine *e, bt_txn *x, md_error *err)
         bt_mod *m = &x->m[i];
         bt_chain *c = m->c;
         bt_upd *u = c->head;
+        const bt_upd *was = u->older;
         bt_tree *t = m->t;
         assert(u->txn_id == x->id && u->ts == 0);
         u->ts = ts;
-        int r = bt_tree_apply(t, c->key, c->klen, c->rid, u->val, u->vlen, t->kind != BT_SS,
-                              !u->present, err);
+        t->count += (int64_t)u->present - (int64_t)was->present;
+        t->data_size += (u->present ? ent_size(t, c, u) : 0) -
+                        (was->present ? ent_size(t, c, was) : 0);
         t->n_inserts += m->d_ins;
         t->n_updates += m->d_upd;
         t->bytes_written += m->d_bytes;
         t->upd_bytes += m->d_ubytes;
-        sweep_push(t, c);
-        if (r && !rc)
-            rc = r;
+        t->modified = true;
+        if (!c->pending) {
+            c->pending = true;
+            t->ov.pending++;
+            ADD(e->unfolded, 1);
+        }
     }
     e->gen++;
-    return rc;
+}
+
+/* After a commit: fold the trees it wrote whose overlay reached its bound;
+ * the metadata tree, and every tree of a create or drop, at once.  A fold
+ * that fails leaves its versions pending (visible through their chains;
+ * the checkpoint, which needs them in the base, reports the error). */
+static void fold_touched(bt_engine *e, bt_txn *x, uint64_t oldest)
+{
+    bt_tree *done[8];
+    size_t nd = 0;
+    for (size_t i = 0; i < x->nm; i++) {
+        bt_tree *t = x->m[i].t;
+        bool seen = false;
+        for (size_t j = 0; j < nd && !seen; j++)
+            seen = done[j] == t;
+        if (seen || (t != e->meta && !x->n && t->ov.n < t->ov.fold_at))
+            continue;
+        (void)fold_tree(e, t, oldest, NULL);
+        if (nd < 8)
+            done[nd++] = t;
+    }
 }
 
 /* Creates and drops: a committed drop's file goes after the next
@@ -695,7 +807,6 @@ int bt_txn_commit(eng_txn *th, bool durable, md_error *err)
     bt_txn *x = (bt_txn *)th;
     bt_engine *e = (bt_engine *)th->engine;
     bool want = false, appended = false, later = durable && e->log.interval_ms > 0;
-    md_error aerr;
     uint64_t lsn;
     if (!x->nm && !x->n && !x->lg.n && !ckpt_pending(e)) {
         txn_end_shared(e, x);
@@ -718,8 +829,9 @@ int bt_txn_commit(eng_txn *th, bool durable, md_error *err)
         bt_txn_abort(th);
         return rc;
     }
-    int arc = apply_locked(e, x, &aerr);
-    sweep_all(e, txn_unlink(e, x), false);
+    stamp_locked(e, x);
+    fold_touched(e, x, txn_unlink(e, x));
+    __atomic_store_n(&e->idle_reads, 0, __ATOMIC_RELAXED);
     if (x->n)
         structural_end(e, x, false);
     if (!e->crashed)
@@ -729,20 +841,20 @@ int bt_txn_commit(eng_txn *th, bool durable, md_error *err)
         rc = bt_log_ckpt_begin(e, &lsn, err); /* write and fsync the log */
     ADD(e->st.commits, 1);
     txn_free(e, x);
-    if (rc == 0 && arc) {
-        if (err)
-            *err = aerr;
-        rc = arc;
-    }
     return rc;
 }
 
-/* Remove x's versions (a chain left with only its base image goes), leave
- * the open list and sweep.  Under the shared latch, each tree's ov.mu in
- * turn. */
+/* Remove x's versions (a chain left with only its base image goes) and
+ * leave the open list.  Under the shared latch, each tree's ov.mu in
+ * turn; a transaction that wrote nothing takes no latch.  Chains kept for
+ * x's snapshot go at the next fold. */
 static void txn_end_shared(bt_engine *e, bt_txn *x)
 {
     bt_tree *locked = NULL;
+    if (!x->nm) {
+        txn_unlink(e, x);
+        return;
+    }
     bt_latch_shared(e);
     for (size_t i = x->nm; i-- > 0;) {
         bt_chain *c = x->m[i].c;
@@ -757,14 +869,12 @@ static void txn_end_shared(bt_engine *e, bt_txn *x)
         c->head = u->older;
         u->older = NULL;
         ADD(e->st.freed, upd_free_list(u));
-        if (!c->head->older && !c->head->txn_id && !c->on_sweep)
+        if (!c->head->older && !c->head->txn_id)
             ov_remove(e, t, c);
-        else
-            sweep_push(t, c);
     }
     if (locked)
         pthread_mutex_unlock(&locked->ov.mu);
-    sweep_all(e, txn_unlink(e, x), true);
+    txn_unlink(e, x);
     bt_unlatch(e);
 }
 
@@ -797,6 +907,9 @@ void bt_txn_status(bt_engine *e, bson_t *status)
     BSON_APPEND_INT64(&sub, "writeConflicts", LOAD(e->st.conflicts));
     BSON_APPEND_INT64(&sub, "chains", chains);
     BSON_APPEND_INT64(&sub, "versionsFreed", LOAD(e->st.freed));
+    BSON_APPEND_INT64(&sub, "folds", LOAD(e->st.folds));
+    BSON_APPEND_INT64(&sub, "versionsFolded", LOAD(e->st.folded));
+    BSON_APPEND_INT64(&sub, "versionsPending", (int64_t)LOAD(e->unfolded));
     BSON_APPEND_DOCUMENT_BEGIN(&sub, "latch", &latch);
     BSON_APPEND_INT64(&latch, "sharedAcquired", LOAD(e->st.sh_n));
     BSON_APPEND_INT64(&latch, "sharedWaitMicros", LOAD(e->st.sh_us));
