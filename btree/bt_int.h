@@ -282,6 +282,7 @@ typedef struct bt_upd {
 typedef struct bt_chain {
     bt_upd *head;
     uint8_t *key; /* into this allocation */
+    uint64_t kpfx; /* bt_key_prefix(key) */
     uint32_t klen;
     eng_rid rid;
     bool pending;
@@ -293,7 +294,7 @@ typedef struct bt_chain {
  * least BT_FOLD_MIN; twice what the last fold left, so that chains a long
  * snapshot keeps do not make every commit fold), at checkpoint and
  * verify, and by a reader after BT_FOLD_IDLE reads without a commit. */
-#define BT_FOLD_MIN 256
+#define BT_FOLD_MIN 64
 #define BT_FOLD_IDLE 64
 #define BT_SPARE 8
 
@@ -304,6 +305,7 @@ typedef struct bt_overlay {
     pthread_mutex_t mu;
     bool mu_ok;              /* mu initialized (bt_ov_init) */
     bt_chain *head[BT_SKIP_MAX];
+    int top;                 /* levels in use: no chain is taller */
     size_t n;                /* chains (atomic: read without mu) */
     size_t pending;          /* chains with a committed version to apply */
     size_t fold_at;          /* fold at commit when n reaches it */
@@ -394,6 +396,12 @@ int bt_del(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, int64_t *
            md_error *err);
 int bt_get(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, bt_ent **out,
            md_error *err);
+/* A fold's put or delete, keys in increasing order: *hint (depth 0: none)
+ * is the previous call's path, and a key within its leaf's range is
+ * searched in that leaf alone.  A delete of an absent key does nothing.
+ * Counters are the caller's (commit kept them). */
+int bt_apply_near(bt_tree *t, bt_pos *hint, const uint8_t *key, uint32_t klen, eng_rid rid,
+                  const uint8_t *val, uint32_t vlen, bool has_val, bool del, md_error *err);
 int bt_reconcile_tree(bt_tree *t, md_error *err);
 void bt_tree_free_pages(bt_tree *t);
 int bt_evict(bt_engine *e, size_t target);

@@ -139,9 +139,25 @@ static uint64_t oldest_locked(bt_engine *e)
 
 /* ---- the overlay skiplist -------------------------------------------------------- */
 
+/* eng_key_cmp(chain, key) with kp = bt_key_prefix(key): the prefixes
+ * decide when they differ; keys of at most 8 bytes with equal prefixes
+ * differ only in length (the padding is zeros) and then rid. */
+static inline int chain_cmp_p(const bt_chain *c, uint64_t kp, const uint8_t *key,
+                              uint32_t klen, eng_rid rid)
+{
+    if (c->kpfx != kp)
+        return c->kpfx < kp ? -1 : 1;
+    if (c->klen <= 8 && klen <= 8) {
+        if (c->klen != klen)
+            return c->klen < klen ? -1 : 1;
+        return c->rid != rid ? (c->rid < rid ? -1 : 1) : 0;
+    }
+    return eng_key_cmp(c->key, c->klen, c->rid, key, klen, rid);
+}
+
 static int chain_cmp(const bt_chain *c, const uint8_t *key, uint32_t klen, eng_rid rid)
 {
-    return eng_key_cmp(c->key, c->klen, c->rid, key, klen, rid);
+    return chain_cmp_p(c, bt_key_prefix(key, klen), key, klen, rid);
 }
 
 /* The first chain >= (key, rid); slot[i] (if given) gets the link at level
@@ -150,8 +166,12 @@ static bt_chain *ov_find(bt_overlay *o, const uint8_t *key, uint32_t klen, eng_r
                          bt_chain ***slot)
 {
     bt_chain **links = o->head, *x;
-    for (int i = BT_SKIP_MAX - 1; i >= 0; i--) {
-        while ((x = links[i]) && chain_cmp(x, key, klen, rid) < 0)
+    uint64_t kp = bt_key_prefix(key, klen);
+    if (slot)
+        for (int i = BT_SKIP_MAX - 1; i >= o->top; i--)
+            slot[i] = &o->head[i]; /* no chain that tall */
+    for (int i = o->top - 1; i >= 0; i--) {
+        while ((x = links[i]) && chain_cmp_p(x, kp, key, klen, rid) < 0)
             links = x->next;
         if (slot)
             slot[i] = &links[i];
@@ -179,10 +199,11 @@ bt_chain *bt_ov_seek_back(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid
                           bool incl, bool inf)
 {
     bt_chain **links = t->ov.head, *x, *last = NULL;
-    for (int i = BT_SKIP_MAX - 1; i >= 0; i--) {
+    uint64_t kp = inf ? 0 : bt_key_prefix(key, klen);
+    for (int i = t->ov.top - 1; i >= 0; i--) {
         int c;
         while ((x = links[i]) &&
-               (inf || (c = chain_cmp(x, key, klen, rid)) < 0 || (incl && c == 0))) {
+               (inf || (c = chain_cmp_p(x, kp, key, klen, rid)) < 0 || (incl && c == 0))) {
             last = x;
             links = x->next;
         }
@@ -257,6 +278,7 @@ static bt_chain *ov_insert(bt_tree *t, bt_chain ***slot, const uint8_t *key, uin
     }
     if (klen)
         memcpy(c->key, key, klen);
+    c->kpfx = bt_key_prefix(c->key, klen);
     c->klen = klen;
     c->rid = rid;
     c->height = h;
@@ -264,6 +286,8 @@ static bt_chain *ov_insert(bt_tree *t, bt_chain ***slot, const uint8_t *key, uin
         c->next[i] = *slot[i];
         *slot[i] = c;
     }
+    if (h > t->ov.top)
+        t->ov.top = h;
     __atomic_store_n(&t->ov.n, t->ov.n + 1, __ATOMIC_RELAXED);
     return c;
 }
@@ -328,7 +352,9 @@ static int fold_tree(bt_engine *e, bt_tree *t, uint64_t oldest, md_error *err)
 {
     bt_overlay *o = &t->ov;
     bt_chain **tail[BT_SKIP_MAX];
+    bt_pos hint;
     size_t n = 0, applied = 0;
+    hint.depth = 0;
     int rc = 0;
     if (!o->n)
         return 0;
@@ -340,10 +366,9 @@ static int fold_tree(bt_engine *e, bt_tree *t, uint64_t oldest, md_error *err)
         if (c->pending && rc == 0) {
             if (u->txn_id && !u->ts)
                 u = u->older; /* an open transaction's version: below it */
-            int r = u->present ? bt_put(t, c->key, c->klen, c->rid, u->val, u->vlen,
-                                        t->kind != BT_SS, NULL, err)
-                               : bt_del(t, c->key, c->klen, c->rid, NULL, err);
-            if (r == 0 || (r == MD_NOTFOUND && !u->present)) {
+            int r = bt_apply_near(t, &hint, c->key, c->klen, c->rid, u->val, u->vlen,
+                                  t->kind != BT_SS, !u->present, err);
+            if (r == 0) {
                 c->pending = false;
                 applied++;
             } else {
@@ -365,8 +390,12 @@ static int fold_tree(bt_engine *e, bt_tree *t, uint64_t oldest, md_error *err)
         }
         n++;
     }
-    for (int i = 0; i < BT_SKIP_MAX; i++)
+    o->top = 0;
+    for (int i = 0; i < BT_SKIP_MAX; i++) {
+        if (tail[i] != &o->head[i])
+            o->top = i + 1;
         *tail[i] = NULL;
+    }
     __atomic_store_n(&o->n, n, __ATOMIC_RELAXED);
     o->pending -= applied;
     o->fold_at = n * 2 > BT_FOLD_MIN ? n * 2 : BT_FOLD_MIN;
