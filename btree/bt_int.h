@@ -294,7 +294,7 @@ typedef struct bt_chain {
  * least BT_FOLD_MIN; twice what the last fold left, so that chains a long
  * snapshot keeps do not make every commit fold), at checkpoint and
  * verify, and by a reader after BT_FOLD_IDLE reads without a commit. */
-#define BT_FOLD_MIN 64
+#define BT_FOLD_MIN 16
 #define BT_FOLD_IDLE 64
 #define BT_SPARE 8
 
