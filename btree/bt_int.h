@@ -10,7 +10,8 @@
  *   bt_ckpt.c      checkpoints, the metadata tree, the turtle file, open
  *   bt_compact.c   compact: a tree rewritten into a new file at a checkpoint
  *   bt_log.c       the write-ahead log: commit records, group commit, recovery
- *   bt_txn.c       transactions: snapshots, update chains, conflicts, latch
+ *   bt_txn.c       transactions: snapshots, update chains, conflicts, latch,
+ *                  folds of committed versions into the pages
  *   bt_store.c     record and sorted stores, cursors over base + overlay
  *   bt_engine.c    the eng_ops table, catalog, create and drop
  *   bt_verify.c    the verifier
@@ -18,20 +19,24 @@
  * ---- Concurrency (ops->concurrent, after WiredTiger) ------------------------
  * The pages (the "base") hold committed data only; a transaction's writes
  * are versions in per-tree overlays (bt_overlay: a skiplist of update
- * chains, newest first) until commit applies them to the base under the
- * engine latch held exclusively.  Every read and write call holds the latch
- * shared for its duration, so it sees the base whole; readers in a
- * transaction resolve keys that have a chain through it (their snapshot),
- * others read the base (the latest commit).  Nothing a reader returns
- * points into a page (copies), so eviction, splits and checkpoints, all
- * under the exclusive latch, end no view.  Page-in happens under the
- * shared latch (e->page_mu, atomically published child pointers).
+ * chains, newest first).  Commit stamps them under the engine latch held
+ * exclusively and leaves them there, pending; a fold, also under the
+ * exclusive latch, applies a tree's pending versions to the base in key
+ * order (when the overlay reaches its bound, at checkpoint, verify, and by
+ * an idle reader) and drops the chains no snapshot needs.  Every read and
+ * write call holds the latch shared for its duration, so it sees the base
+ * whole; readers resolve keys that have a chain through it (their snapshot,
+ * or outside a transaction the newest commit), others read the base.
+ * Nothing a reader returns points into a page (copies), so eviction,
+ * splits, folds and checkpoints, all under the exclusive latch, end no
+ * view.  Page-in happens under the shared latch (e->page_mu, atomically
+ * published child pointers).
  *
  *   thread ──shared latch──> base pages (read, page-in)
  *          ──+ t->ov.mu────> a tree's overlay (versions, conflicts)
- *   commit ──exclusive─────> log record, stamp, apply, sweep, checkpoint
+ *   commit ──exclusive─────> log record, stamp, (fold), checkpoint
  *
- * Invariants 5-7 are in bt_txn.c.
+ * Invariants 5-8 are in bt_txn.c.
  *
  * ---- File ------------------------------------------------------------------
  * A file is a sequence of blocks, each a multiple of BT_ALLOC (4096) bytes.

@@ -15,7 +15,9 @@
  * eng_rs_get into the calling thread's buffer of the handle (bt_view),
  * cursors into their own buffers, so no other thread can end a view.  In
  * a transaction a read resolves keys through their update chains
- * (bt_txn.c); outside one it reads the base, the latest committed state.
+ * (bt_txn.c); outside one it reads the latest committed state: a chain's
+ * newest commit (not yet folded into the pages, or kept for a snapshot),
+ * else the base.
  * A cursor keeps its current entry and finds the next one after it at
  * every step, merging the base with the overlay (a tombstone hides a base
  * entry); save and restore therefore have nothing to do but re-read

@@ -1,38 +1,58 @@
 /*
  * bt_txn.c -- document-level concurrency, after WiredTiger: snapshots,
- * update chains, write conflicts, and the engine latch.
+ * update chains, write conflicts, the engine latch, and the folds that
+ * move committed versions into the pages.
  *
  * The B+tree pages (the "base") hold committed data only.  A write goes to
  * its tree's overlay: a skiplist from (key, rid) to an update chain, newest
  * version first, whose oldest entry is what the base held when the chain
- * was made.  Commit applies the transaction's versions to the base under
- * the exclusive latch, so the base is always the latest committed state:
+ * was made.  Commit only stamps the transaction's versions (and counts
+ * them into the trees' counters) under the exclusive latch; they stay in
+ * the overlay, pending, as WiredTiger's updates stay in a page's update
+ * lists until reconciliation.  A fold applies every pending chain's newest
+ * commit to the base in key order (a walk of the skiplist's level 0, each
+ * put searching only the previous put's leaf when the key falls in it),
+ * then drops the chains no snapshot needs and relinks the rest in the same
+ * pass:
  *
- *   write ──> overlay chain  [T7 uncommitted] -> [ts 12] -> [base image]
+ *   write  ──> overlay chain  [T7 uncommitted] -> [ts 12] -> [base image]
  *   commit ── exclusive latch ──> log record, ts = ++last_ts, versions
- *             stamped, applied to the base ──> unlatch ──> fsync (j: true)
- *   sweep  ── a chain whose head is committed and older than every open
- *             snapshot is dropped; older versions are trimmed
+ *              stamped (pending) ──> unlatch ──> fsync (j: true)
+ *   fold   ── exclusive latch: pending versions applied to the base in key
+ *              order; a chain whose head is committed, applied and not
+ *              newer than every open snapshot is dropped, older versions
+ *              trimmed.  When a commit leaves its tree's overlay at
+ *              fold_at chains (BT_FOLD_MIN, or twice what the last fold
+ *              kept), for the metadata tree and creates/drops at once, at
+ *              every checkpoint, before verify and collStats' page counts,
+ *              and by a reader after BT_FOLD_IDLE reads without a commit.
  *
  * A snapshot is {read_ts = last_ts at begin, own id}.  A version is
  * visible to it when it is its own or committed at ts <= read_ts; a key
- * without a chain is read from the base.  Reads outside a transaction read
- * the base only.  Writers conflict (MD_EWRITECONFLICT) on a chain whose
- * head is another transaction's uncommitted version or a commit after
- * their snapshot; a unique sorted-store insert also on any such chain with
- * equal key bytes.
+ * without a chain is read from the base.  Reads outside a transaction see
+ * the latest commit: a chain's newest committed version, else the base.
+ * Writers conflict (MD_EWRITECONFLICT) on a chain whose head is another
+ * transaction's uncommitted version or a commit after their snapshot; a
+ * unique sorted-store insert also on any such chain with equal key bytes.
  *
  * Invariants:
  * 5. Only one transaction has an uncommitted version in a chain, and it is
  *    the chain's head.
  * 6. The oldest version of a chain is visible to every open snapshot; a
- *    key with no chain has, in the base, the value every open snapshot
- *    sees (a chain stays until no snapshot predates its newest commit).
+ *    key with no chain has, in the base, its latest commit, the value
+ *    every open snapshot sees.  A chain's newest committed version is its
+ *    key's latest commit; it is in the base unless the chain is pending,
+ *    and a pending chain is never dropped (a chain stays until it is
+ *    applied and no snapshot predates its newest commit).
  * 7. The base changes only under the exclusive latch; overlays change
- *    under the shared latch and their tree's ov.mu.
+ *    under the shared latch and their tree's ov.mu, or under the
+ *    exclusive latch (commit, fold).
+ * 8. A checkpoint folds every tree first: the pages it writes hold every
+ *    commit before its log position.
  *
  * Each thread finds its open transaction (reads take none) in a small
- * thread-local table keyed by the engine's unique id.
+ * thread-local table keyed by the engine's unique id.  Ended transactions
+ * are kept (up to BT_SPARE, with their arrays) for the next begin.
  */
 #include <assert.h>
 #include <stdlib.h>
