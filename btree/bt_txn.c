@@ -267,14 +267,17 @@ static bt_upd *upd_new(uint64_t txn_id, bool present, const uint8_t *val, uint32
     return u;
 }
 
+/* The base image "absent" (a chain made by an insert) is this one shared
+ * record, never written and never freed: no allocation for it. */
+static bt_upd absent_image;
+
 static int64_t upd_free_list(bt_upd *u)
 {
     int64_t n = 0;
-    while (u) {
+    for (; u && u != &absent_image; n++) {
         bt_upd *o = u->older;
         free(u);
         u = o;
-        n++;
     }
     return n;
 }
@@ -290,8 +293,7 @@ static bt_chain *ov_insert(bt_tree *t, bt_chain ***slot, const uint8_t *key, uin
         return NULL;
     memset(c, 0, links);
     c->key = (uint8_t *)c + links;
-    c->head = upd_new(0, base != NULL, base ? base->val : NULL, base ? base->vlen : 0,
-                      base && base->has_val);
+    c->head = base ? upd_new(0, true, base->val, base->vlen, base->has_val) : &absent_image;
     if (!c->head) {
         free(c);
         return NULL;
@@ -402,8 +404,10 @@ static int fold_tree(bt_engine *e, bt_tree *t, uint64_t oldest, md_error *err)
         }
         while (u->older && !(u->ts && u->ts <= oldest) && u->txn_id)
             u = u->older;
-        ADD(e->st.freed, upd_free_list(u->older));
-        u->older = NULL;
+        if (u->older) {
+            ADD(e->st.freed, upd_free_list(u->older));
+            u->older = NULL;
+        }
         for (int i = 0; i < c->height; i++) {
             *tail[i] = c;
             tail[i] = &c->next[i];
@@ -523,8 +527,42 @@ int bt_lookup(bt_engine *e, bt_txn *x, bt_tree *t, const uint8_t *key, uint32_t 
 
 /* Unique sorted-store insert: another visible entry with equal key bytes
  * is a duplicate; one another transaction is changing, a conflict. */
+/* A unique insert's base entries with the key's bytes, from the one
+ * search bt_write makes: up to BT_EQ_MAX other rids (more: there were
+ * more, unique_check scans again). */
+#define BT_EQ_MAX 4
+typedef struct bt_equal {
+    eng_rid other[BT_EQ_MAX];
+    int n;
+    bool more;
+} bt_equal;
+
+/* (key, rid)'s own base entry into *own (NULL: none) and the others with
+ * the same key bytes into q.  Under the shared latch. */
+static int base_equal(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid,
+                      bt_ent **own, bt_equal *q, md_error *err)
+{
+    bt_pos pos;
+    int rc = bt_search(t, key, klen, INT64_MIN, &pos, NULL, err);
+    if (rc == 0)
+        rc = bt_pos_normalize(t, &pos, err);
+    for (; rc == 0; rc = bt_pos_next(t, &pos, err)) {
+        bt_ent *en = bt_pos_ent(&pos);
+        if (en->klen != klen || (klen && memcmp(en->key, key, klen) != 0))
+            break;
+        if (en->rid == rid)
+            *own = en;
+        else if (q->n < BT_EQ_MAX)
+            q->other[q->n++] = en->rid;
+        else
+            q->more = true;
+    }
+    return rc == MD_NOTFOUND ? 0 : rc;
+}
+
 static int unique_check(bt_engine *e, bt_txn *x, bt_tree *t, const uint8_t *key,
-                        uint32_t klen, eng_rid rid, eng_rid *dup_rid, md_error *err)
+                        uint32_t klen, eng_rid rid, const bt_equal *q, eng_rid *dup_rid,
+                        md_error *err)
 {
     bt_pos pos;
     eng_rid dup = ENG_RID_NONE;
@@ -537,10 +575,16 @@ static int unique_check(bt_engine *e, bt_txn *x, bt_tree *t, const uint8_t *key,
         if (!dup && bt_visible(c, x)->present)
             dup = c->rid;
     }
-    int rc = bt_search(t, key, klen, INT64_MIN, &pos, NULL, err);
-    if (rc == 0)
-        rc = bt_pos_normalize(t, &pos, err);
-    for (; rc == 0 && !dup; rc = bt_pos_next(t, &pos, err)) {
+    int rc = 0;
+    for (int i = 0; !q->more && i < q->n && !dup; i++)
+        if (!ov_exact(t, key, klen, q->other[i], NULL))
+            dup = q->other[i];
+    if (q->more && !dup) {
+        rc = bt_search(t, key, klen, INT64_MIN, &pos, NULL, err);
+        if (rc == 0)
+            rc = bt_pos_normalize(t, &pos, err);
+    }
+    for (; q->more && rc == 0 && !dup; rc = bt_pos_next(t, &pos, err)) {
         bt_ent *en = bt_pos_ent(&pos);
         if (en->klen != klen || (klen && memcmp(en->key, key, klen) != 0))
             break;
@@ -601,8 +645,8 @@ static int push_version(bt_txn *x, bt_tree *t, bt_chain *c, bool present, const 
  * to log. */
 static int write_locked(bt_engine *e, bt_txn *x, bt_tree *t, const uint8_t *key,
                         uint32_t klen, eng_rid rid, const uint8_t *val, uint32_t vlen,
-                        int mode, const bt_ent *en, eng_rid *dup_rid, bool *noop,
-                        md_error *err)
+                        int mode, const bt_ent *en, const bt_equal *q, eng_rid *dup_rid,
+                        bool *noop, md_error *err)
 {
     bt_chain **slot[BT_SKIP_MAX];
     bool present = en != NULL, del = mode == BT_W_REMOVE || mode == BT_W_DEL;
@@ -619,7 +663,7 @@ static int write_locked(bt_engine *e, bt_txn *x, bt_tree *t, const uint8_t *key,
         *noop = true; /* the pair exists */
         return 0;
     }
-    if (mode == BT_W_UNIQUE && (rc = unique_check(e, x, t, key, klen, rid, dup_rid, err)) != 0)
+    if (mode == BT_W_UNIQUE && (rc = unique_check(e, x, t, key, klen, rid, q, dup_rid, err)) != 0)
         return rc;
     if (!c && !(c = ov_insert(t, slot, key, klen, rid, present ? en : NULL)))
         return bt_nomem(err);
@@ -640,15 +684,20 @@ int bt_write(bt_engine *e, bt_txn *x, bt_tree *t, const uint8_t *key, uint32_t k
 {
     bool noop = false;
     bt_ent *en = NULL;
+    bt_equal q = {.n = 0};
     int rc = 0;
     bt_latch_shared(e);
+    /* the base is stable under the latch: read it before ov.mu */
     if (mode == BT_W_INSERT)
         *rid_out = rid = __atomic_fetch_add(&t->next_rid, 1, __ATOMIC_RELAXED);
+    else if (mode == BT_W_UNIQUE)
+        rc = base_equal(t, key, klen, rid, &en, &q, err); /* one search for both */
     else if ((rc = bt_get(t, key, klen, rid, &en, err)) == MD_NOTFOUND)
-        rc = 0, en = NULL; /* the base is stable under the latch: read it unlocked */
+        rc = 0, en = NULL;
     if (rc == 0) {
         pthread_mutex_lock(&t->ov.mu);
-        rc = write_locked(e, x, t, key, klen, rid, val, vlen, mode, en, rid_out, &noop, err);
+        rc = write_locked(e, x, t, key, klen, rid, val, vlen, mode, en, &q, rid_out, &noop,
+                          err);
         pthread_mutex_unlock(&t->ov.mu);
     }
     bt_unlatch(e);

@@ -221,6 +221,14 @@ Test(bt_fold, pending_versions_are_read_everywhere)
     cr_assert_eq(txn_stat("versionsPending"), 0);
     cr_assert_eq(txn_stat("chains"), 0);
     expect_all(first, 11, 5, 1000);
+    t = btb(); /* the duplicate is found in the pages now */
+    dup = 0;
+    key_of(k, 3);
+    cr_assert_eq(eng_ss_insert(SS, t, k, 8, 999999, true, &dup, &BERR), MD_EDUPKEY);
+    cr_assert_eq(dup, first + 3);
+    key_of(k, 11); /* a removed key can be inserted again */
+    BOK(eng_ss_insert(SS, t, k, 8, 999999, true, NULL, &BERR));
+    eng_txn_abort(t);
     close_stores();
 }
 
