@@ -229,9 +229,14 @@ typedef struct bt_page bt_page;
 static inline uint64_t bt_key_prefix(const uint8_t *key, uint32_t klen)
 {
     uint64_t v = 0;
-    for (uint32_t i = 0; i < 8; i++)
-        v = v << 8 | (i < klen ? key[i] : 0);
-    return v;
+    if (klen >= 8) {
+        for (uint32_t i = 0; i < 8; i++) /* compiles to a load and a byte swap */
+            v = v << 8 | key[i];
+        return v;
+    }
+    for (uint32_t i = 0; i < klen; i++)
+        v = v << 8 | key[i];
+    return klen ? v << (8 * (8 - klen)) : 0; /* zero-padded */
 }
 
 typedef struct bt_ent {
