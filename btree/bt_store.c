@@ -382,7 +382,7 @@ static int capped_still_there(bt_rs_cursor *c, md_error *err)
 {
     bt_engine *e = BT_ENG(c->hdr.rs);
     if (c->cur.pos_ok && c->cur.gen == e->gen)
-        return 0; /* the base has not changed since the cursor stood on it */
+        return 0; /* nothing committed or folded since the cursor stood on it */
     int rc = bt_lookup(e, bt_txn_mine(e), BT_TREE(c->hdr.rs), NULL, 0, c->cur.rid, &c->probe,
                        err);
     if (rc == MD_NOTFOUND)
