@@ -675,3 +675,93 @@ Test(corrupt, mmapv1_journal_damage_is_reported)
     bson_destroy(o);
     nftw(dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
 }
+
+/* Flip byte k of the string of every catalog field `field: name` in data
+ * file 0 (the live record and any deleted earlier version of it); returns
+ * the offset of the last flipped byte. */
+static int64_t flip_catalog_string(const char *dir, const char *field, const char *name, size_t k)
+{
+    char path[200];
+    uint8_t pat[64];
+    size_t n = strlen(name) + 1, pn = strlen(field) + 2;
+    pat[0] = BSON_TYPE_UTF8;
+    memcpy(pat + 1, field, pn - 1); /* the field name and its NUL */
+    uint32_t sl = (uint32_t)n;
+    memcpy(pat + pn, &sl, 4);
+    pn += 4;
+    memcpy(pat + pn, name, n);
+    pn += n;
+    snprintf(path, sizeof path, "%s/test.0", dir);
+    struct stat st;
+    cr_assert_eq(stat(path, &st), 0);
+    uint8_t *img = malloc((size_t)st.st_size);
+    int fd = open(path, O_RDONLY);
+    cr_assert(img && fd >= 0 && pread(fd, img, (size_t)st.st_size, 0) == st.st_size);
+    close(fd);
+    int64_t last = -1;
+    for (int64_t at = 0; at + (int64_t)pn <= st.st_size; at++)
+        if (memcmp(img + at, pat, pn) == 0) {
+            last = at + (int64_t)pn - (int64_t)n + (int64_t)k;
+            flip_at(path, last);
+        }
+    free(img);
+    cr_assert_geq(last, 0, "no catalog field %s: \"%s\" in %s", field, name, path);
+    return last;
+}
+
+/* A catalog entry that names a collection or an index the .ns file does
+ * not hold (one flipped byte in the entry's key, the collection's
+ * namespace, or in an index's ident): open refuses with
+ * DataCorruptionDetected naming the catalog record that holds the name --
+ * not NamespaceNotFound / IndexNotFound, which say nothing of damage. */
+static void catalog_name_case(const char *field, const char *name, size_t k)
+{
+    char dir[64], path[200];
+    snprintf(dir, sizeof dir, "/tmp/mdcorrupt.XXXXXX");
+    cr_assert(mkdtemp(dir));
+    bson_t *o = corrupt_opts("mmapv1");
+    md_db *db;
+    md_error err;
+    cr_assert_eq(md_db_open(dir, o, &db, &err), 0, "%s", err.message);
+    cmd_ok(db, "{\"createIndexes\": \"a\", \"indexes\": [{\"key\": {\"v\": 1}, \"name\": \"v_1\"}]}");
+    cmd_ok(db, "{\"insert\": \"a\", \"documents\": [{\"_id\": 1, \"v\": 1}, {\"_id\": 2, \"v\": 2}]}");
+    md_db_close(db);
+    int64_t at = flip_catalog_string(dir, field, name, k);
+
+    cr_assert_neq(md_db_open(dir, o, &db, &err), 0, "open accepted a catalog naming a "
+                                                     "missing %s", name);
+    cr_assert_eq(err.code, MD_CODE_DATA_CORRUPTION_DETECTED, "%d: %s", err.code, err.message);
+    snprintf(path, sizeof path, "%s/test.0 offset 0x", dir);
+    const char *p = strstr(err.message, path);
+    cr_assert(p, "the message does not name %s: %s", path, err.message);
+    unsigned rec = 0;
+    cr_assert_eq(sscanf(p + strlen(path), "%x", &rec), 1, "%s", err.message);
+    /* the named record is the one holding the flipped byte */
+    snprintf(path, sizeof path, "%s/test.0", dir);
+    int fd = open(path, O_RDONLY);
+    int32_t len = 0;
+    cr_assert(fd >= 0 && pread(fd, &len, 4, rec) == 4);
+    close(fd);
+    cr_assert(at > (int64_t)rec + 16 && at < (int64_t)rec + len,
+              "the record at 0x%x (%d bytes) does not hold offset 0x%llx: %s", rec, len,
+              (unsigned long long)at, err.message);
+    char rest[64]; /* the name after the flipped byte */
+    snprintf(rest, sizeof rest, "%s\"", name + k + 1);
+    cr_assert(strstr(err.message, rest) && strstr(err.message, "test.ns"), "%s", err.message);
+    bson_destroy(o);
+    nftw(dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+Test(corrupt, mmapv1_catalog_index_ident_damage_is_reported)
+{
+    catalog_name_case("ident", "test.a.$v_1", 0); /* the first byte, as found by the fuzz */
+}
+
+/* The key "test.a" becomes "test.;": still a name of this database, so a
+ * collection to open, which test.ns does not hold.  (A flip that leaves
+ * no "test." prefix makes the entry no collection of this database: the
+ * collection is gone without an error, an undetected change.) */
+Test(corrupt, mmapv1_catalog_collection_key_damage_is_reported)
+{
+    catalog_name_case("k", "test.a", 5);
+}
