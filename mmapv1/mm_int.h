@@ -281,7 +281,8 @@
  *   record (validate finds that); in a catalog entry it changes the entry
  *   (an index's key pattern, say), but a name there that the .ns file does
  *   not hold (a collection's key, an index's ident) fails rs/ss open, at
- *   database open, with MD_ECORRUPT naming the record (mm_meta_missing).  A damaged last journal section cannot
+ *   database open, with MD_ECORRUPT naming the record (mm_meta_missing),
+ *   and query/ names the record (mm_meta_where) when an entry is malformed.  A damaged last journal section cannot
  *   be told from a torn one: that commit is lost.
  *   tests/faults/fault_corrupt.c holds the engine to exactly this.
  *
@@ -631,6 +632,7 @@ int mm_meta_put(eng_engine *e, eng_txn *t, const char *key, const bson_t *value,
 int mm_meta_get(eng_engine *e, const char *key, bson_t *out);
 int mm_meta_del(eng_engine *e, eng_txn *t, const char *key);
 int mm_meta_list(eng_engine *e, eng_meta_fn fn, void *ctx);
+void mm_meta_where(eng_engine *e, const char *key, char *buf, size_t n);
 
 /* ---- mm_extent.c: extents ----------------------------------------------- */
 int32_t mm_extent_max_size(const mm_engine *e);

@@ -370,6 +370,18 @@ int mm_meta_del(eng_engine *eng, eng_txn *tx, const char *key)
     return 0;
 }
 
+/* The catalog record of key: "DIR/test.N offset 0x..." ("" if none). */
+void mm_meta_where(eng_engine *eng, const char *key, char *buf, size_t n)
+{
+    mm_engine *e = mm_E(eng);
+    mm_meta_ent *m = meta_find(e, key);
+    if (m)
+        snprintf(buf, n, "%s/%s.%d offset 0x%x", e->dir, e->db, m->loc.a,
+                 (unsigned)m->loc.ofs);
+    else if (n)
+        buf[0] = '\0';
+}
+
 int mm_meta_list(eng_engine *eng, eng_meta_fn fn, void *ctx)
 {
     mm_engine *e = mm_E(eng);
