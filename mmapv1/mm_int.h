@@ -282,8 +282,9 @@
  *   (an index's key pattern, say), but a name there that the .ns file does
  *   not hold (a collection's key, an index's ident) fails rs/ss open, at
  *   database open, with MD_ECORRUPT naming the record (mm_meta_missing),
- *   and query/ names the record (mm_meta_where) when an entry is malformed.  A damaged last journal section cannot
- *   be told from a torn one: that commit is lost.
+ *   and query/ names the record (mm_meta_where) when an entry is
+ *   malformed.  A damaged last journal section cannot be told from a torn
+ *   one: that commit is lost.
  *   tests/faults/fault_corrupt.c holds the engine to exactly this.
  *
  * ---- DIR/journal/lsn (24 bytes) -------------------------------------------
