@@ -524,7 +524,12 @@ struct bt_engine {
     bool evicting;             /* a reader is evicting (atomic) */
     pthread_rwlock_t latch;    /* shared: a read or write call; exclusive:
                                   commit's apply, eviction, checkpoint,
-                                  structural ops */
+                                  structural ops.  Readers first; see gate */
+    int gate;                  /* writers that waited BT_GATE_US: new
+                                  readers wait while > 0 (atomic; changed
+                                  under gate_mu, waited on with gate_cv) */
+    pthread_mutex_t gate_mu;
+    pthread_cond_t gate_cv;
     pthread_mutex_t page_mu;   /* page-in under the shared latch */
     pthread_mutex_t txn_mu;    /* open, last_ts, next_txn */
     bt_txn *open;              /* open transactions */
@@ -537,7 +542,7 @@ struct bt_engine {
     uint32_t idle_reads;       /* reads since the last commit (atomic) */
     struct {                   /* statistics, atomic */
         int64_t begins, commits, aborts, conflicts, freed, folds, folded;
-        int64_t sh_n, sh_us, ex_n, ex_us;
+        int64_t sh_n, sh_us, ex_n, ex_us, gated;
     } st;
 };
 

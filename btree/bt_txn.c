@@ -74,11 +74,26 @@ static uint64_t engine_ids;
 
 /* ---- latches ------------------------------------------------------------------- */
 
-/* Writers are preferred, so that commits are not starved by a stream of
- * readers; the shared latch is therefore never taken twice by a thread. */
+/* The latch lets readers in while a writer waits (a commit, a fold, a
+ * checkpoint): every read or write call takes it shared, often several
+ * times per operation, and a writer-first lock made each of those wait
+ * behind each waiting commit -- with many threads on few cores the
+ * operations convoyed (futex sleeps and wake-ups were most of the CPU
+ * time at four times the Little Book's load; see docs/patterns.md).  So
+ * that a stream of readers cannot starve a writer, one that has waited
+ * BT_GATE_US closes the gate: new readers wait at it until the writer has
+ * had the latch.  A thread therefore never takes the shared latch twice. */
+#define BT_GATE_US 2000
+
 int bt_conc_init(bt_engine *e)
 {
-    eng_rwlock_init(&e->latch);
+    pthread_rwlockattr_t a;
+    pthread_rwlockattr_init(&a);
+    pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_READER_NP);
+    pthread_rwlock_init(&e->latch, &a);
+    pthread_rwlockattr_destroy(&a);
+    pthread_mutex_init(&e->gate_mu, NULL);
+    pthread_cond_init(&e->gate_cv, NULL);
     pthread_mutex_init(&e->page_mu, NULL);
     pthread_mutex_init(&e->txn_mu, NULL);
     e->id = ADD(engine_ids, 1);
@@ -90,14 +105,23 @@ int bt_conc_init(bt_engine *e)
 void bt_conc_cleanup(bt_engine *e)
 {
     pthread_rwlock_destroy(&e->latch);
+    pthread_mutex_destroy(&e->gate_mu);
+    pthread_cond_destroy(&e->gate_cv);
     pthread_mutex_destroy(&e->page_mu);
     pthread_mutex_destroy(&e->txn_mu);
 }
 
 void bt_latch_shared(bt_engine *e)
 {
-    if (pthread_rwlock_tryrdlock(&e->latch) != 0) {
+    if (__atomic_load_n(&e->gate, __ATOMIC_ACQUIRE) ||
+        pthread_rwlock_tryrdlock(&e->latch) != 0) {
         int64_t t0 = eng_now_us();
+        if (__atomic_load_n(&e->gate, __ATOMIC_ACQUIRE)) {
+            pthread_mutex_lock(&e->gate_mu);
+            while (__atomic_load_n(&e->gate, __ATOMIC_ACQUIRE))
+                pthread_cond_wait(&e->gate_cv, &e->gate_mu);
+            pthread_mutex_unlock(&e->gate_mu);
+        }
         pthread_rwlock_rdlock(&e->latch);
         ADD(e->st.sh_us, eng_now_us() - t0);
     }
@@ -108,7 +132,23 @@ void bt_latch_excl(bt_engine *e)
 {
     if (pthread_rwlock_trywrlock(&e->latch) != 0) {
         int64_t t0 = eng_now_us();
-        pthread_rwlock_wrlock(&e->latch);
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += BT_GATE_US * 1000L;
+        until.tv_sec += until.tv_nsec / 1000000000L;
+        until.tv_nsec %= 1000000000L;
+        if (pthread_rwlock_timedwrlock(&e->latch, &until) != 0) {
+            /* readers kept it: close the gate until this writer is in */
+            pthread_mutex_lock(&e->gate_mu);
+            __atomic_add_fetch(&e->gate, 1, __ATOMIC_ACQ_REL);
+            pthread_mutex_unlock(&e->gate_mu);
+            pthread_rwlock_wrlock(&e->latch);
+            pthread_mutex_lock(&e->gate_mu);
+            if (__atomic_sub_fetch(&e->gate, 1, __ATOMIC_ACQ_REL) == 0)
+                pthread_cond_broadcast(&e->gate_cv);
+            pthread_mutex_unlock(&e->gate_mu);
+            ADD(e->st.gated, 1);
+        }
         ADD(e->st.ex_us, eng_now_us() - t0);
     }
     ADD(e->st.ex_n, 1);
@@ -1013,6 +1053,7 @@ void bt_txn_status(bt_engine *e, bson_t *status)
     BSON_APPEND_INT64(&latch, "sharedWaitMicros", LOAD(e->st.sh_us));
     BSON_APPEND_INT64(&latch, "exclusiveAcquired", LOAD(e->st.ex_n));
     BSON_APPEND_INT64(&latch, "exclusiveWaitMicros", LOAD(e->st.ex_us));
+    BSON_APPEND_INT64(&latch, "readersHeldBack", LOAD(e->st.gated));
     bson_append_document_end(&sub, &latch);
     bson_append_document_end(status, &sub);
 }
