@@ -271,24 +271,61 @@ static int node_child(const bt_node *nd, unsigned j, mm_bt_loc *child, md_error 
     return 0;
 }
 
-static int item_cmp(const bt_item *a, const uint8_t *key, uint32_t klen, eng_rid rid)
+/* eng_key_cmp's order, inline: the binary searches compare ~16 keys per
+ * lookup, most of them a few bytes long. */
+static inline int key_cmp(const uint8_t *a, uint32_t alen, eng_rid arid, const uint8_t *b,
+                          uint32_t blen, eng_rid brid)
 {
-    return eng_key_cmp(a->key, a->klen, a->rid, key, klen, rid);
+    uint32_t n = alen < blen ? alen : blen, i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t x, y;
+        memcpy(&x, a + i, 8);
+        memcpy(&y, b + i, 8);
+        if (x != y)
+            return be64toh(x) < be64toh(y) ? -1 : 1;
+    }
+    for (; i < n; i++)
+        if (a[i] != b[i])
+            return a[i] < b[i] ? -1 : 1;
+    if (alen != blen)
+        return alen < blen ? -1 : 1;
+    if (arid != brid)
+        return arid < brid ? -1 : 1;
+    return 0;
 }
 
-/* First slot whose entry is > target (upper) or >= target (lower). */
+static int item_cmp(const bt_item *a, const uint8_t *key, uint32_t klen, eng_rid rid)
+{
+    return key_cmp(a->key, a->klen, a->rid, key, klen, rid);
+}
+
+/*
+ * First slot whose entry is > target (upper) or >= target (lower).  Each
+ * probe checks the bounds of the key it compares (slot_problem's key
+ * checks; a child pointer is checked by node_child where it is followed)
+ * and prefetches the two slots the next probe may read, so that the slot
+ * array's cache misses overlap instead of following one another.
+ */
 static int node_search(const bt_node *nd, const bt_target *tg, bool upper, unsigned *pos,
                        md_error *err)
 {
+    const uint8_t *slots = nd->p + BK_HDR;
     unsigned lo = 0, hi = nd->n;
     bt_item e;
-    int rc, c;
 
     while (lo < hi) {
         unsigned mid = lo + (hi - lo) / 2;
-        if ((rc = node_ent(nd, mid, &e, err)) != 0)
+        __builtin_prefetch(slots + (lo + (mid - lo) / 2) * BK_SLOT);
+        __builtin_prefetch(slots + (mid + 1 + (hi - mid - 1) / 2) * BK_SLOT);
+        const uint8_t *s = slots + mid * BK_SLOT;
+        unsigned kofs = get16(s + S_KOFS), klen = get16(s + S_KLEN);
+        if (klen > MM_BT_KEY_MAX || kofs < nd->top || kofs + klen > MM_BUCKET_SIZE) {
+            int rc = node_ent(nd, mid, &e, err); /* reports the bad slot */
+            assert(rc != 0);
             return rc;
-        c = item_cmp(&e, tg->key, tg->klen, tg->rid);
+        }
+        int c = key_cmp(nd->p + kofs, klen, (eng_rid)get64(s + S_RID), tg->key, tg->klen,
+                        tg->rid);
         if (upper ? c <= 0 : c < 0)
             lo = mid + 1;
         else
