@@ -302,9 +302,7 @@ static int item_cmp(const bt_item *a, const uint8_t *key, uint32_t klen, eng_rid
 /*
  * First slot whose entry is > target (upper) or >= target (lower).  Each
  * probe checks the bounds of the key it compares (slot_problem's key
- * checks; a child pointer is checked by node_child where it is followed)
- * and prefetches the two slots the next probe may read, so that the slot
- * array's cache misses overlap instead of following one another.
+ * checks; a child pointer is checked by node_child where it is followed).
  */
 static int node_search(const bt_node *nd, const bt_target *tg, bool upper, unsigned *pos,
                        md_error *err)
@@ -315,8 +313,6 @@ static int node_search(const bt_node *nd, const bt_target *tg, bool upper, unsig
 
     while (lo < hi) {
         unsigned mid = lo + (hi - lo) / 2;
-        __builtin_prefetch(slots + (lo + (mid - lo) / 2) * BK_SLOT);
-        __builtin_prefetch(slots + (mid + 1 + (hi - mid - 1) / 2) * BK_SLOT);
         const uint8_t *s = slots + mid * BK_SLOT;
         unsigned kofs = get16(s + S_KOFS), klen = get16(s + S_KLEN);
         if (klen > MM_BT_KEY_MAX || kofs < nd->top || kofs + klen > MM_BUCKET_SIZE) {

@@ -788,9 +788,11 @@ int mm_journal_open(mm_engine *e, const mm_jopts *o, uint64_t last_seq, int64_t 
 /* Stop the thread, flush everything, remove the journal files (clean). */
 void mm_journal_close(mm_engine *e);
 /* Commit t's intents: append them to the group-commit buffer; durable:
- * write and fsync the section before returning. */
-int mm_journal_commit(mm_engine *e, mm_txn *t, bool durable, md_error *err);
-/* After a commit (no transaction open): remap the private view if it grew. */
+ * write and fsync the section before returning.  *remap: the private view
+ * has grown past MM_J_REMAP_BYTES (decided under the same lock). */
+int mm_journal_commit(mm_engine *e, mm_txn *t, bool durable, bool *remap, md_error *err);
+/* After a commit that set *remap (no transaction open): remap the private
+ * view. */
 void mm_journal_after_commit(mm_engine *e);
 int mm_journal_flush(mm_engine *e, bool sync, md_error *err);
 int mm_journal_failed(mm_engine *e); /* 0 or the error that stopped writes */

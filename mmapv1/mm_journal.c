@@ -717,7 +717,7 @@ int mm_journal_failed(mm_engine *e)
     return rc;
 }
 
-int mm_journal_commit(mm_engine *e, mm_txn *t, bool durable, md_error *err)
+int mm_journal_commit(mm_engine *e, mm_txn *t, bool durable, bool *remap, md_error *err)
 {
     mm_journal *j = e->j;
     pthread_mutex_lock(&j->mu);
@@ -730,6 +730,7 @@ int mm_journal_commit(mm_engine *e, mm_txn *t, bool durable, md_error *err)
             j->cow_bytes += w->len;
         }
     }
+    *remap = j->cow_bytes > MM_J_REMAP_BYTES;
     bool now = durable || j->pend.len > MM_J_EARLY_BYTES;
     pthread_mutex_unlock(&j->mu);
     if (rc)
@@ -763,14 +764,8 @@ static void remap_private(mm_engine *e)
 
 void mm_journal_after_commit(mm_engine *e)
 {
-    mm_journal *j = e->j;
     assert(!e->txn);
-    if (!e->journal)
-        return;
-    pthread_mutex_lock(&j->mu);
-    bool due = j->cow_bytes > MM_J_REMAP_BYTES;
-    pthread_mutex_unlock(&j->mu);
-    if (due)
+    if (e->journal)
         remap_private(e);
 }
 
