@@ -35,6 +35,8 @@
 
 typedef struct ip_state {
     q_uctx c;
+    const bson_t *doc;
+    bool id_known;       /* c.has_id and c.id are set */
     const uint8_t *base; /* the document's first byte */
     q_buf *src;
     q_damages *dmg;
@@ -138,6 +140,12 @@ static bool ip_obj(ip_state *st, const q_unode *n, const bson_iter_t *obj)
             return false;
         if (ip_arith(st, k, &e))
             continue;
+        /* the old _id is needed only by a leaf on the _id path (check_id);
+         * error messages do not matter here (an error falls back) */
+        if (!st->id_known && strncmp(k->full, "_id", 3) == 0) {
+            st->c.has_id = bson_iter_init_find(&st->c.id, st->doc, "_id");
+            st->id_known = true;
+        }
         size_t at = st->src->len;
         md_error local;
         md_error_clear(&local);
@@ -168,9 +176,8 @@ int q_update_inplace(const q_update *u, const bson_t *doc, q_buf *src, q_damages
     src->len = 0;
     if (u->replacement || u->nrename || !bson_iter_init(&it, doc))
         return Q_UPDATE_NOT_INPLACE;
-    ip_state st = {.base = bson_get_data(doc), .src = src, .dmg = dmg};
+    ip_state st = {.doc = doc, .base = bson_get_data(doc), .src = src, .dmg = dmg};
     st.c.u = u;
-    st.c.has_id = bson_iter_init_find(&st.c.id, doc, "_id");
     if (!ip_obj(&st, u->root, &it)) {
         dmg->n = 0;
         return Q_UPDATE_NOT_INPLACE;
@@ -245,6 +252,11 @@ static bool node_affects(const q_unode *n, const char *path)
 bool q_update_affects(const q_update *u, const char *path)
 {
     return u->replacement || node_affects(u->root, path);
+}
+
+uint64_t q_update_serial(const q_update *u)
+{
+    return u->serial;
 }
 
 /* ---- the per-thread cache of the last update parsed ----------------------------
