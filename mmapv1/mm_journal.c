@@ -47,7 +47,7 @@ struct mm_journal {
     mm_jbuf pend;
     int64_t cow_bytes;
     bool stop;
-    int failed;
+    int failed;     /* set under mu (atomic store); mm_journal_failed reads it without */
     char emsg[600]; /* what failed: "cannot write DIR/journal/j._3: ..." */
     /* under wmu */
     mm_jbuf spare;
@@ -495,8 +495,8 @@ static void jfiles_trim(mm_engine *e)
 static void set_failed(mm_journal *j, int rc)
 {
     pthread_mutex_lock(&j->mu);
-    if (!j->failed)
-        j->failed = rc;
+    if (!j->failed) /* atomic: mm_journal_failed reads it without the lock */
+        __atomic_store_n(&j->failed, rc, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&j->mu);
     eng_log("mmapv1: journal write failed (%s); refusing further writes", j->emsg);
 }
@@ -708,13 +708,11 @@ void mm_journal_close(mm_engine *e)
     e->j = NULL;
 }
 
+/* Read without the lock (every write transaction's begin asks): failed is
+ * set once, under it, with an atomic store, and never cleared. */
 int mm_journal_failed(mm_engine *e)
 {
-    mm_journal *j = e->j;
-    pthread_mutex_lock(&j->mu);
-    int rc = j->failed;
-    pthread_mutex_unlock(&j->mu);
-    return rc;
+    return __atomic_load_n(&e->j->failed, __ATOMIC_ACQUIRE);
 }
 
 int mm_journal_commit(mm_engine *e, mm_txn *t, bool durable, bool *remap, md_error *err)
