@@ -522,7 +522,7 @@ static int node_split(mm_bt *bt, eng_txn *t, bt_node *nd, unsigned pos, const bt
     bool leaf = nd->level == 0;
     unsigned cnt = nd->n + 1, m;
     bt_hdr h, rh;
-    bt_node sib;
+    bt_node sib = {0}; /* (set when used: initialized for the compiler) */
     uint8_t *np;
     int rc;
 
