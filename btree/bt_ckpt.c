@@ -509,7 +509,9 @@ int bt_checkpoint(bt_engine *e, md_error *err)
         return 0;
     }
     e->ckpt_pending = false;
-    if ((rc = bt_log_ckpt_begin(e, &lsn, err)) != 0)
+    /* every commit up to now into the pages, before the log position that
+     * recovery will replay from is taken */
+    if ((rc = bt_fold_all(e, err)) != 0 || (rc = bt_log_ckpt_begin(e, &lsn, err)) != 0)
         return rc;
     bt_compact_pending(e);
     if ((rc = ckpt_data(e, err)) != 0)

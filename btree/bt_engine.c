@@ -92,6 +92,7 @@ int bt_cache_check(bt_engine *e)
  * others read on rather than queue for the latch. */
 void bt_read_check(bt_engine *e)
 {
+    bt_fold_idle(e);
     if (__atomic_load_n(&e->cache_bytes, __ATOMIC_RELAXED) <= e->cache_max ||
         __atomic_exchange_n(&e->evicting, true, __ATOMIC_ACQUIRE))
         return;
@@ -291,6 +292,7 @@ static void engine_free(bt_engine *e)
     if (e->meta)
         bt_ov_free(e, e->meta);
     bt_tree_destroy(e->meta);
+    bt_txn_spares_free(e);
     for (size_t i = 0; i < e->nunlink; i++)
         free(e->unlink_after[i]);
     free(e->unlink_after);
@@ -316,6 +318,7 @@ static int bt_open(const char *dir, const char *db_name, const bson_t *opts, eng
     e->hdr.ops = &bt_engine_ops;
     e->lock_fd = -1;
     e->log.fd = -1;
+    pthread_mutex_init(&e->log.wmu, NULL);
     pthread_mutex_init(&e->log.mu, NULL);
     pthread_cond_init(&e->log.cv, NULL);
     bt_conc_init(e);

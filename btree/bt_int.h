@@ -10,7 +10,8 @@
  *   bt_ckpt.c      checkpoints, the metadata tree, the turtle file, open
  *   bt_compact.c   compact: a tree rewritten into a new file at a checkpoint
  *   bt_log.c       the write-ahead log: commit records, group commit, recovery
- *   bt_txn.c       transactions: snapshots, update chains, conflicts, latch
+ *   bt_txn.c       transactions: snapshots, update chains, conflicts, latch,
+ *                  folds of committed versions into the pages
  *   bt_store.c     record and sorted stores, cursors over base + overlay
  *   bt_engine.c    the eng_ops table, catalog, create and drop
  *   bt_verify.c    the verifier
@@ -18,20 +19,24 @@
  * ---- Concurrency (ops->concurrent, after WiredTiger) ------------------------
  * The pages (the "base") hold committed data only; a transaction's writes
  * are versions in per-tree overlays (bt_overlay: a skiplist of update
- * chains, newest first) until commit applies them to the base under the
- * engine latch held exclusively.  Every read and write call holds the latch
- * shared for its duration, so it sees the base whole; readers in a
- * transaction resolve keys that have a chain through it (their snapshot),
- * others read the base (the latest commit).  Nothing a reader returns
- * points into a page (copies), so eviction, splits and checkpoints, all
- * under the exclusive latch, end no view.  Page-in happens under the
- * shared latch (e->page_mu, atomically published child pointers).
+ * chains, newest first).  Commit stamps them under the engine latch held
+ * exclusively and leaves them there, pending; a fold, also under the
+ * exclusive latch, applies a tree's pending versions to the base in key
+ * order (when the overlay reaches its bound, at checkpoint, verify, and by
+ * an idle reader) and drops the chains no snapshot needs.  Every read and
+ * write call holds the latch shared for its duration, so it sees the base
+ * whole; readers resolve keys that have a chain through it (their snapshot,
+ * or outside a transaction the newest commit), others read the base.
+ * Nothing a reader returns points into a page (copies), so eviction,
+ * splits, folds and checkpoints, all under the exclusive latch, end no
+ * view.  Page-in happens under the shared latch (e->page_mu, atomically
+ * published child pointers).
  *
  *   thread ──shared latch──> base pages (read, page-in)
  *          ──+ t->ov.mu────> a tree's overlay (versions, conflicts)
- *   commit ──exclusive─────> log record, stamp, apply, sweep, checkpoint
+ *   commit ──exclusive─────> log record, stamp, (fold), checkpoint
  *
- * Invariants 5-7 are in bt_txn.c.
+ * Invariants 5-8 are in bt_txn.c.
  *
  * ---- File ------------------------------------------------------------------
  * A file is a sequence of blocks, each a multiple of BT_ALLOC (4096) bytes.
@@ -224,9 +229,14 @@ typedef struct bt_page bt_page;
 static inline uint64_t bt_key_prefix(const uint8_t *key, uint32_t klen)
 {
     uint64_t v = 0;
-    for (uint32_t i = 0; i < 8; i++)
-        v = v << 8 | (i < klen ? key[i] : 0);
-    return v;
+    if (klen >= 8) {
+        for (uint32_t i = 0; i < 8; i++) /* compiles to a load and a byte swap */
+            v = v << 8 | key[i];
+        return v;
+    }
+    for (uint32_t i = 0; i < klen; i++)
+        v = v << 8 | key[i];
+    return klen ? v << (8 * (8 - klen)) : 0; /* zero-padded */
 }
 
 typedef struct bt_ent {
@@ -262,41 +272,53 @@ typedef struct bt_engine bt_engine;
  * image the chain started from; ts is the commit timestamp, 0 while the
  * writer has not committed.  present = false is a tombstone (or "absent"
  * for a base image).  The oldest version of a chain is visible to every
- * open snapshot (invariant 6). */
+ * open snapshot (invariant 6).  The value lies in the same allocation,
+ * after the record (one malloc per version). */
 typedef struct bt_upd {
     struct bt_upd *older;
     uint64_t txn_id;
     uint64_t ts;
     bool present;
     uint32_t vlen;
-    uint8_t *val; /* owned; NULL when there is no value */
+    uint8_t *val; /* into this allocation; NULL when there is no value */
     size_t mod;   /* uncommitted: the writer's bt_mod index */
 } bt_upd;
 
 #define BT_SKIP_MAX 24
 
-/* A key's update chain: a node of its tree's overlay skiplist. */
+/* A key's update chain: a node of its tree's overlay skiplist.  The key
+ * lies in the same allocation, after the links.  pending: the newest
+ * committed version is not in the base yet (the next fold applies it). */
 typedef struct bt_chain {
     bt_upd *head;
-    uint8_t *key; /* owned */
+    uint8_t *key; /* into this allocation */
+    uint64_t kpfx; /* bt_key_prefix(key) */
     uint32_t klen;
     eng_rid rid;
-    bool on_sweep; /* listed in the tree's ov.sweep */
+    bool pending;
     int height;
     struct bt_chain *next[]; /* height links */
 } bt_chain;
 
+/* Overlays are folded into the base when they reach fold_at chains (at
+ * least BT_FOLD_MIN; twice what the last fold left, so that chains a long
+ * snapshot keeps do not make every commit fold), at checkpoint and
+ * verify, and by a reader after BT_FOLD_IDLE reads without a commit. */
+#define BT_FOLD_MIN 16
+#define BT_FOLD_IDLE 64
+#define BT_SPARE 8
+
 /* A tree's overlay: (key, rid) -> chain, ordered as the tree.  Changed
- * under the shared latch and mu, or under the exclusive latch. */
+ * under the shared latch and mu, or under the exclusive latch (commit,
+ * fold). */
 typedef struct bt_overlay {
     pthread_mutex_t mu;
     bool mu_ok;              /* mu initialized (bt_ov_init) */
     bt_chain *head[BT_SKIP_MAX];
+    int top;                 /* levels in use: no chain is taller */
     size_t n;                /* chains (atomic: read without mu) */
-    bt_chain **sweep;        /* chains with a committed head, to drop later */
-    size_t nsweep, capsweep;
-    size_t swept_n;          /* nsweep after the last sweep */
-    uint64_t swept_oldest;   /* the oldest snapshot at the last sweep */
+    size_t pending;          /* chains with a committed version to apply */
+    size_t fold_at;          /* fold at commit when n reaches it */
 } bt_overlay;
 
 /* One file: a record store, a sorted store or the metadata tree. */
@@ -326,7 +348,8 @@ typedef struct bt_tree {
     int64_t live_raw, live_disk;
     bool unlink_now; /* an aborted create: its file is in no checkpoint */
     bool compact;    /* rewrite into a new file at the next checkpoint */
-    bt_overlay ov;   /* uncommitted and not yet dropped versions */
+    bt_overlay ov;   /* versions: uncommitted, committed and not yet folded
+                        into the pages, or kept for older snapshots */
     /* Capped record stores (bt_capped.c): the options, from the metadata
      * entry "rsopt:<ident>" (set under the exclusive latch), and the
      * changes to count and data_size made by the one transaction writing
@@ -383,6 +406,12 @@ int bt_del(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, int64_t *
            md_error *err);
 int bt_get(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, bt_ent **out,
            md_error *err);
+/* A fold's put or delete, keys in increasing order: *hint (depth 0: none)
+ * is the previous call's path, and a key within its leaf's range is
+ * searched in that leaf alone.  A delete of an absent key does nothing.
+ * Counters are the caller's (commit kept them). */
+int bt_apply_near(bt_tree *t, bt_pos *hint, const uint8_t *key, uint32_t klen, eng_rid rid,
+                  const uint8_t *val, uint32_t vlen, bool has_val, bool del, md_error *err);
 int bt_reconcile_tree(bt_tree *t, md_error *err);
 void bt_tree_free_pages(bt_tree *t);
 int bt_evict(bt_engine *e, size_t target);
@@ -437,17 +466,20 @@ typedef struct bt_log {
     bool no_recovery_ckpt; /* debugNoRecoveryCheckpoint: replay twice in tests */
     bool thr_on;
     pthread_t thr;
-    pthread_mutex_t mu;
+    pthread_mutex_t wmu; /* the file; taken before mu, held through I/O */
+    pthread_mutex_t mu;  /* the buffer, LSNs, counters; no I/O under it */
     pthread_cond_t cv;
     bool stop;
-    int fd;            /* the current file, -1 when none */
-    uint32_t fnum;     /* its number */
-    uint64_t written;  /* bytes of it written (buffer starts here) */
-    uint64_t synced;   /* bytes of it fdatasynced */
-    bt_buf buf;        /* records appended, not yet written */
-    uint64_t next_lsn; /* the LSN of the next record */
-    int io_err;        /* sticky: a failed write or fsync */
-    int64_t since_ckpt, records, raw_bytes, stored_bytes, syncs;
+    int fd;            /* the current file, -1 when none (changed under both) */
+    uint32_t fnum;     /* its number (changed under both) */
+    uint64_t written;  /* bytes of it written (wmu) */
+    uint64_t synced;   /* bytes of it fdatasynced (wmu) */
+    int64_t syncs;     /* fdatasyncs (wmu) */
+    bt_buf buf;        /* records appended, not yet taken by a writer (mu) */
+    bt_buf spare;      /* the buffer a writer swaps in (mu) */
+    uint64_t next_lsn; /* the LSN of the next record (mu) */
+    int io_err;        /* sticky: a failed write or fsync (mu) */
+    int64_t since_ckpt, records, raw_bytes, stored_bytes; /* mu */
 } bt_log;
 
 enum { BT_LOG_PUT = 1, BT_LOG_DEL = 2, BT_LOG_CREATE = 3, BT_LOG_DROP = 4 };
@@ -496,10 +528,15 @@ struct bt_engine {
     pthread_mutex_t page_mu;   /* page-in under the shared latch */
     pthread_mutex_t txn_mu;    /* open, last_ts, next_txn */
     bt_txn *open;              /* open transactions */
+    bt_txn *spare;             /* ended transactions kept for reuse, with
+                                  their arrays (txn_mu), at most BT_SPARE */
+    int nspare;
     uint64_t last_ts;          /* the latest commit timestamp */
     uint64_t next_txn;
+    size_t unfolded;           /* chains pending in every overlay (atomic) */
+    uint32_t idle_reads;       /* reads since the last commit (atomic) */
     struct {                   /* statistics, atomic */
-        int64_t begins, commits, aborts, conflicts, freed;
+        int64_t begins, commits, aborts, conflicts, freed, folds, folded;
         int64_t sh_n, sh_us, ex_n, ex_us;
     } st;
 };
@@ -579,6 +616,12 @@ const bt_upd *bt_visible(const bt_chain *c, const bt_txn *x);
 size_t bt_ov_count(bt_tree *t);
 void bt_ov_init(bt_tree *t);
 void bt_ov_free(bt_engine *e, bt_tree *t);
+/* Fold every tree's committed versions into the base (checkpoint, verify);
+ * under the exclusive latch.  Fails only when a page put fails. */
+int bt_fold_all(bt_engine *e, md_error *err);
+/* A reader's turn: fold when commits have stopped (before its latch). */
+void bt_fold_idle(bt_engine *e);
+void bt_txn_spares_free(bt_engine *e);
 
 /* bt_store.c: a position merging a tree's base with the caller's snapshot.
  * The current entry is a copy (key, val); pos is the base entry at or

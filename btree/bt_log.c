@@ -15,11 +15,16 @@
  *   commit ─> prepare (compress) ─> seal (LSN, crc) ─> [buffer]
  *          ──(j:true | 100 ms | ckpt)──> write, fdatasync
  *
- * One mutex guards the buffer and the file, and I/O happens under it.
- * Commits append under the engine's exclusive latch (bt_txn.c), so log
- * order is commit order; the record is compressed before that latch is
- * taken.  The other party is the flush thread, and a commit that arrives
- * during an fsync waits for it.
+ * Two mutexes, taken in this order: `wmu` guards the file (fd, the bytes
+ * written and synced, the switch to the next file) and is held through
+ * every write and fsync; `mu` guards the buffer, the next LSN and the
+ * counters, and is never held through I/O except at a file switch.  A
+ * writer takes the whole buffer under `mu` (swapping in the spare one)
+ * and writes it under `wmu` alone, so commits keep appending while the
+ * flush thread's write and fsync run, as WiredTiger's log slots and
+ * mmapv1's journal (mm_journal.c) let them.  Commits append under the
+ * engine's exclusive latch (bt_txn.c), so log order is commit order; the
+ * record is compressed before that latch is taken.
  *
  * Recovery (bt_log_open, after the checkpoint is loaded): replay every
  * record from the turtle's logLsn on, file after file, stopping at the
@@ -393,10 +398,12 @@ static int sync_path(const char *path)
     return rc;
 }
 
-/* A failed write or sync of the log: sticky, MD_ENOSPC for a full disk. */
+/* The code of a failed write or sync of the log (from errno): MD_ENOSPC
+ * for a full disk.  The caller makes it sticky in io_err, under mu. */
 static int log_failed(bt_log *l)
 {
-    return l->io_err = errno == ENOSPC || errno == EDQUOT ? MD_ENOSPC : MD_EIO;
+    (void)l;
+    return errno == ENOSPC || errno == EDQUOT ? MD_ENOSPC : MD_EIO;
 }
 
 /* The caller's error for a failed log write (rc from l->io_err), naming
@@ -407,29 +414,27 @@ static int log_error(md_error *err, int rc, const char *dir, uint32_t fnum, cons
                         what, dir, fnum, strerror(rc == MD_ENOSPC ? ENOSPC : EIO));
 }
 
-/* Write what the buffer holds; fdatasync too when `sync`.  Under l->mu. */
-static int flush_locked(bt_log *l, bool sync)
+/* Write n bytes at the file's end and, when `sync`, fdatasync them.  Under
+ * wmu.  A failure is returned (the caller makes it sticky in io_err): what
+ * was written is in the file, the rest is lost, and nothing may follow. */
+static int write_wmu(bt_log *l, const uint8_t *p, size_t n, bool sync)
 {
     size_t done = 0;
-    if (l->io_err || l->fd < 0)
-        return l->io_err;
-    while (done < l->buf.n) {
-        ssize_t w = pwrite(l->fd, l->buf.p + done, l->buf.n - done, (off_t)(l->written + done));
+    if (l->fd < 0)
+        return MD_EIO;
+    while (done < n) {
+        ssize_t w = pwrite(l->fd, p + done, n - done, (off_t)(l->written + done));
         if (w < 0 && errno == EINTR)
             continue;
         if (w == 0)
             errno = ENOSPC; /* no progress: the disk is full */
         if (w <= 0) {
-            /* what was written is in the file, the rest is lost: the fate
-             * of these records is unknown, and nothing more may follow */
             l->written += done;
-            l->buf.n = 0;
             return log_failed(l);
         }
         done += (size_t)w;
     }
     l->written += done;
-    l->buf.n = 0;
     if (sync && l->written > l->synced) {
         if (fdatasync(l->fd) != 0)
             return log_failed(l);
@@ -439,14 +444,60 @@ static int flush_locked(bt_log *l, bool sync)
     return 0;
 }
 
-/* Close the current file (synced) and start file fnum + 1.  Under l->mu. */
+/* log_flush, with wmu already taken; releases it. */
+static int flush_wmu(bt_log *l, bool sync, uint64_t *upto)
+{
+    pthread_mutex_lock(&l->mu);
+    int rc = l->io_err;
+    bt_buf b = {0};
+    if (rc == 0 && l->fd >= 0) {
+        b = l->buf;
+        l->buf = l->spare;
+        l->buf.n = 0;
+        l->buf.oom = false;
+        memset(&l->spare, 0, sizeof l->spare);
+    }
+    if (upto)
+        *upto = l->next_lsn;
+    pthread_mutex_unlock(&l->mu);
+    if (rc == 0 && l->fd >= 0)
+        rc = write_wmu(l, b.p, b.n, sync);
+    pthread_mutex_lock(&l->mu);
+    if (rc && !l->io_err)
+        l->io_err = rc;
+    b.n = 0;
+    if (!l->spare.p)
+        l->spare = b; /* reused by the next flush */
+    else
+        bt_buf_free(&b);
+    pthread_mutex_unlock(&l->mu);
+    pthread_mutex_unlock(&l->wmu);
+    return rc;
+}
+
+/* Write out what the buffer holds and (sync) fdatasync the file.  Takes
+ * wmu, then mu only to take the buffer (the spare one goes in its place):
+ * commits append while the write and the sync run.  *upto (may be NULL):
+ * everything before this LSN is now written (and synced). */
+static int log_flush(bt_log *l, bool sync, uint64_t *upto)
+{
+    pthread_mutex_lock(&l->wmu);
+    return flush_wmu(l, sync, upto);
+}
+
+/* Write and sync the buffer, close the current file and start file
+ * fnum + 1.  Under wmu and mu (the only I/O under mu: one per logFileSize
+ * of records, and at open). */
 static int switch_locked(bt_log *l)
 {
     char path[4300];
     uint8_t h[BT_LOG_FHDR] = {0};
-    int rc = flush_locked(l, true);
+    int rc = l->io_err;
+    if (rc == 0 && l->fd >= 0)
+        rc = write_wmu(l, l->buf.p, l->buf.n, true);
+    l->buf.n = 0;
     if (rc)
-        return rc;
+        return l->io_err = rc;
     if (l->fd >= 0)
         close(l->fd);
     l->fnum++;
@@ -459,7 +510,7 @@ static int switch_locked(bt_log *l)
     wr32(h + 24, eng_crc32c(0, h, 24));
     if (l->fd < 0 || pwrite(l->fd, h, sizeof h, 0) != (ssize_t)sizeof h || fsync(l->fd) != 0 ||
         sync_path(l->dir) != 0)
-        return log_failed(l);
+        return l->io_err = log_failed(l);
     l->written = l->synced = BT_LOG_FHDR;
     l->next_lsn = LSN(l->fnum, BT_LOG_FHDR);
     return 0;
@@ -491,14 +542,24 @@ int bt_log_commit(bt_engine *e, const bt_buf *body, bt_buf *prepared, bool durab
     if (l->fd < 0 || l->io_err)
         rc = l->fd < 0 ? MD_EIO : l->io_err;
     if (rc == 0 && LSN_OFF(l->next_lsn) + rec->n > l->file_max &&
-        LSN_OFF(l->next_lsn) > BT_LOG_FHDR)
-        rc = switch_locked(l);
+        LSN_OFF(l->next_lsn) > BT_LOG_FHDR) {
+        /* the record goes to the next file: wmu comes first */
+        pthread_mutex_unlock(&l->mu);
+        pthread_mutex_lock(&l->wmu);
+        pthread_mutex_lock(&l->mu);
+        rc = l->fd < 0 ? MD_EIO : l->io_err;
+        if (rc == 0 && LSN_OFF(l->next_lsn) + rec->n > l->file_max &&
+            LSN_OFF(l->next_lsn) > BT_LOG_FHDR)
+            rc = switch_locked(l);
+        pthread_mutex_unlock(&l->wmu);
+    }
     if (rc == 0)
         bt_log_seal(rec, l->next_lsn);
     if (rc == 0 && (uint64_t)LSN_OFF(l->next_lsn) + rec->n > UINT32_MAX)
         rc = MD_ENOSPC;
     if (rc == 0)
         rc = bt_buf_put(&l->buf, rec->p, rec->n);
+    int flush = 0; /* 2: write and sync now, 1: write now */
     if (rc == 0) {
         *appended = true;
         l->next_lsn += rec->n;
@@ -507,13 +568,17 @@ int bt_log_commit(bt_engine *e, const bt_buf *body, bt_buf *prepared, bool durab
         l->raw_bytes += (int64_t)body->n;
         l->stored_bytes += (int64_t)rec->n;
         if (durable || l->interval_ms <= 0)
-            rc = flush_locked(l, true);
+            flush = 2;
         else if (l->buf.n >= (1u << 20))
-            rc = flush_locked(l, false); /* bound the buffer */
+            flush = 1; /* bound the buffer */
         *want_ckpt = l->ckpt_bytes > 0 && l->since_ckpt >= l->ckpt_bytes;
     }
     uint32_t fnum = l->fnum;
     pthread_mutex_unlock(&l->mu);
+    if (flush == 2)
+        rc = log_flush(l, true, NULL);
+    else if (flush == 1 && pthread_mutex_trylock(&l->wmu) == 0)
+        rc = flush_wmu(l, false, NULL); /* else a writer is at it: it takes the lot */
     bt_buf_free(&own);
     if (rc == MD_ENOMEM)
         return bt_nomem(err);
@@ -527,9 +592,8 @@ int bt_log_commit(bt_engine *e, const bt_buf *body, bt_buf *prepared, bool durab
 int bt_log_ckpt_begin(bt_engine *e, uint64_t *lsn, md_error *err)
 {
     bt_log *l = &e->log;
+    int rc = log_flush(l, true, lsn);
     pthread_mutex_lock(&l->mu);
-    int rc = flush_locked(l, true);
-    *lsn = l->next_lsn;
     uint32_t fnum = l->fnum;
     pthread_mutex_unlock(&l->mu);
     return rc ? log_error(err, rc, l->dir, fnum, "cannot sync") : 0;
@@ -566,8 +630,11 @@ static void *flush_main(void *arg)
         ts.tv_sec += ts.tv_nsec / 1000000000L;
         ts.tv_nsec %= 1000000000L;
         pthread_cond_timedwait(&l->cv, &l->mu, &ts);
-        if (!l->stop && l->buf.n)
-            flush_locked(l, true);
+        if (!l->stop && l->buf.n) {
+            pthread_mutex_unlock(&l->mu);
+            (void)log_flush(l, true, NULL); /* a failure is sticky: commits report it */
+            pthread_mutex_lock(&l->mu);
+        }
     }
     pthread_mutex_unlock(&l->mu);
     return NULL;
@@ -759,12 +826,14 @@ int bt_log_open(bt_engine *e, md_error *err)
     int rc = replay(e, &last, &changed, err);
     if (rc)
         return rc;
+    pthread_mutex_lock(&l->wmu);
     pthread_mutex_lock(&l->mu);
     l->fnum = last;
     l->next_lsn = LSN(last + 1, BT_LOG_FHDR);
     if (l->on && switch_locked(l) != 0)
         rc = bt_io_error(err, "cannot create a log file in", l->dir);
     pthread_mutex_unlock(&l->mu);
+    pthread_mutex_unlock(&l->wmu);
     if (rc == 0 && changed && !l->no_recovery_ckpt)
         rc = bt_checkpoint(e, err);
     if (rc == 0 && l->on && l->interval_ms > 0) {
@@ -790,13 +859,15 @@ void bt_log_close(bt_engine *e)
         pthread_join(l->thr, NULL);
     l->thr_on = false;
     if (!e->crashed)
-        flush_locked(l, true);
+        (void)log_flush(l, true, NULL);
     if (l->fd >= 0)
         close(l->fd);
     l->fd = -1;
     bt_buf_free(&l->buf);
+    bt_buf_free(&l->spare);
     pthread_cond_destroy(&l->cv);
     pthread_mutex_destroy(&l->mu);
+    pthread_mutex_destroy(&l->wmu);
 }
 
 /* A test crash: the buffer is lost and nothing more is written. */
@@ -805,18 +876,21 @@ void bt_test_crash_now(eng_engine *eh)
     bt_engine *e = (bt_engine *)eh;
     bt_log *l = &e->log;
     e->crashed = true;
+    pthread_mutex_lock(&l->wmu);
     pthread_mutex_lock(&l->mu);
     l->buf.n = 0;
     if (l->fd >= 0)
         close(l->fd);
     l->fd = -1;
     pthread_mutex_unlock(&l->mu);
+    pthread_mutex_unlock(&l->wmu);
 }
 
 void bt_log_status(bt_engine *e, bson_t *status)
 {
     bt_log *l = &e->log;
     bson_t sub;
+    pthread_mutex_lock(&l->wmu); /* syncs */
     pthread_mutex_lock(&l->mu);
     BSON_APPEND_DOCUMENT_BEGIN(status, "log", &sub);
     BSON_APPEND_BOOL(&sub, "enabled", l->on);
@@ -829,4 +903,5 @@ void bt_log_status(bt_engine *e, bson_t *status)
     BSON_APPEND_INT64(&sub, "bytesSinceCheckpoint", l->since_ckpt);
     bson_append_document_end(status, &sub);
     pthread_mutex_unlock(&l->mu);
+    pthread_mutex_unlock(&l->wmu);
 }

@@ -15,7 +15,9 @@
  * eng_rs_get into the calling thread's buffer of the handle (bt_view),
  * cursors into their own buffers, so no other thread can end a view.  In
  * a transaction a read resolves keys through their update chains
- * (bt_txn.c); outside one it reads the base, the latest committed state.
+ * (bt_txn.c); outside one it reads the latest committed state: a chain's
+ * newest commit (not yet folded into the pages, or kept for a snapshot),
+ * else the base.
  * A cursor keeps its current entry and finds the next one after it at
  * every step, merging the base with the overlay (a tombstone hides a base
  * entry); save and restore therefore have nothing to do but re-read
@@ -117,7 +119,7 @@ int bt_cur_find(bt_engine *e, bt_txn *x, bt_tree *t, bt_cur *c, const uint8_t *k
     int rc = base_find(e, t, c, key, klen, rid, fwd, incl, inf, &b, err);
     if (rc)
         return rc;
-    if (!x || !bt_ov_count(t)) {
+    if (!bt_ov_count(t)) {
         if (!b)
             return MD_NOTFOUND;
         return cur_take(c, b->key, b->klen, b->rid, b->val, b->vlen);
@@ -291,7 +293,8 @@ void bt_rs_stats(eng_rs *rs, struct eng_rs_stats *s)
     bt_unlatch(e);
 }
 
-/* The "btree" statistics: pages of the tree as it is now; the compression
+/* The "btree" statistics: pages of the tree as it is now (the committed
+ * versions folded in first, under the exclusive latch); the compression
  * ratio of the blocks it references (uncompressed bytes over the bytes
  * stored, headers included, the padding to 4 KB not: storageSize shows
  * that); bytesWrittenTotal is every block written since open. */
@@ -300,7 +303,8 @@ void bt_rs_append_stats(eng_rs *rs, bson_t *sub)
     bt_tree *t = BT_TREE(rs);
     bt_engine *e = BT_ENG(rs);
     bson_t pages;
-    bt_latch_shared(e);
+    bt_latch_excl(e);
+    (void)bt_fold_all(e, NULL); /* a failed put: the pages as they are */
     BSON_APPEND_DOCUMENT_BEGIN(sub, "pages", &pages);
     BSON_APPEND_INT64(&pages, "internal", t->pages_int);
     BSON_APPEND_INT64(&pages, "leaf", t->pages_leaf);
@@ -320,10 +324,12 @@ void bt_rs_append_stats(eng_rs *rs, bson_t *sub)
     bt_unlatch(e);
 }
 
-/* The verifier reads pages in and walks every one: nothing may move. */
+/* The verifier reads pages in and walks every one: nothing may move.  The
+ * committed versions are folded in first (the counters include them). */
 static int64_t verify_excl(bt_tree *t, eng_validate *v)
 {
     bt_latch_excl(t->eng);
+    (void)bt_fold_all(t->eng, NULL); /* a failed put shows as a count mismatch */
     bt_verify_tree(t, v);
     int64_t n = t->count;
     bt_unlatch(t->eng);
@@ -375,6 +381,8 @@ int bt_rs_cursor_open(eng_rs *rs, bool forward, eng_rs_cursor **out)
 static int capped_still_there(bt_rs_cursor *c, md_error *err)
 {
     bt_engine *e = BT_ENG(c->hdr.rs);
+    if (c->cur.pos_ok && c->cur.gen == e->gen)
+        return 0; /* nothing committed or folded since the cursor stood on it */
     int rc = bt_lookup(e, bt_txn_mine(e), BT_TREE(c->hdr.rs), NULL, 0, c->cur.rid, &c->probe,
                        err);
     if (rc == MD_NOTFOUND)

@@ -351,20 +351,17 @@ static int leaf_maybe_split(bt_tree *t, bt_pos *pos, md_error *err)
     return split(t, pos, pos->depth - 1, err);
 }
 
-int bt_put(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, const uint8_t *val,
-           uint32_t vlen, bool has_val, int64_t *old, md_error *err)
+/* Put at pos, found for the key (exact: the key is there). */
+static int put_at(bt_tree *t, bt_pos *pos, bool exact, const uint8_t *key, uint32_t klen,
+                  eng_rid rid, const uint8_t *val, uint32_t vlen, bool has_val, int64_t *old,
+                  md_error *err)
 {
-    bt_pos pos;
-    bool exact;
     bt_ent en;
-    int rc = bt_search(t, key, klen, rid, &pos, &exact, err);
-    if (rc)
-        return rc;
     if (bt_ent_set(&en, key, klen, rid, val, vlen, has_val))
         return bt_nomem(err);
     t->eng->gen++;
-    bt_page *leaf = pos.pg[pos.depth - 1];
-    size_t s = pos.slot[pos.depth - 1];
+    bt_page *leaf = pos->pg[pos->depth - 1];
+    size_t s = pos->slot[pos->depth - 1];
     if (old)
         *old = exact ? (int64_t)leaf->e[s].vlen : -1;
     if (exact) {
@@ -378,7 +375,18 @@ int bt_put(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, const uin
     }
     t->pages_ovfl += bt_ent_is_ovfl(t, &en);
     set_dirty(t, leaf);
-    return leaf_maybe_split(t, &pos, err);
+    return leaf_maybe_split(t, pos, err);
+}
+
+int bt_put(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, const uint8_t *val,
+           uint32_t vlen, bool has_val, int64_t *old, md_error *err)
+{
+    bt_pos pos;
+    bool exact;
+    int rc = bt_search(t, key, klen, rid, &pos, &exact, err);
+    if (rc)
+        return rc;
+    return put_at(t, &pos, exact, key, klen, rid, val, vlen, has_val, old, err);
 }
 
 static int shrink_root(bt_tree *t, md_error *err);
@@ -475,6 +483,54 @@ static int shrink_root(bt_tree *t, md_error *err)
         t->modified = true;
     }
     return 0;
+}
+
+/* Does the leaf of pos (a search's path) hold the key's place?  The key
+ * is at or after the leaf's first entry, and before the next entry of the
+ * lowest ancestor that has one: a search would take the same path. */
+static bool pos_covers(const bt_pos *pos, const uint8_t *key, uint32_t klen, eng_rid rid)
+{
+    int d = pos->depth - 1;
+    const bt_page *leaf = pos->pg[d];
+    if (d < 0 || leaf->n == 0 || ent_cmp(&leaf->e[0], key, klen, rid) > 0)
+        return false;
+    for (int l = d - 1; l >= 0; l--) {
+        const bt_page *p = pos->pg[l];
+        if (pos->slot[l] + 1 < p->n)
+            return ent_cmp(&p->e[pos->slot[l] + 1], key, klen, rid) > 0;
+    }
+    return true;
+}
+
+int bt_apply_near(bt_tree *t, bt_pos *hint, const uint8_t *key, uint32_t klen, eng_rid rid,
+                  const uint8_t *val, uint32_t vlen, bool has_val, bool del, md_error *err)
+{
+    int64_t shape = t->pages_leaf + t->pages_int;
+    bool exact;
+    int rc;
+    if (del || hint->depth == 0 || !pos_covers(hint, key, klen, rid)) {
+        if (del) {
+            hint->depth = 0; /* an unlink or merge may follow */
+            rc = bt_del(t, key, klen, rid, NULL, err);
+            return rc == MD_NOTFOUND ? 0 : rc;
+        }
+        if ((rc = bt_search(t, key, klen, rid, hint, &exact, err)) != 0) {
+            hint->depth = 0;
+            return rc;
+        }
+    } else {
+        int d = hint->depth - 1;
+        bt_page *leaf = hint->pg[d];
+        size_t s = ent_cmp(&leaf->e[leaf->n - 1], key, klen, rid) < 0
+                       ? leaf->n /* an append: the common case of a fold's walk */
+                       : page_find(leaf, key, klen, rid);
+        hint->slot[d] = s;
+        exact = s < leaf->n && ent_cmp(&leaf->e[s], key, klen, rid) == 0;
+    }
+    rc = put_at(t, hint, exact, key, klen, rid, val, vlen, has_val, NULL, err);
+    if (rc || t->pages_leaf + t->pages_int != shape)
+        hint->depth = 0; /* split: the path changed */
+    return rc;
 }
 
 int bt_del(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, int64_t *old,

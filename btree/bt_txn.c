@@ -1,38 +1,58 @@
 /*
  * bt_txn.c -- document-level concurrency, after WiredTiger: snapshots,
- * update chains, write conflicts, and the engine latch.
+ * update chains, write conflicts, the engine latch, and the folds that
+ * move committed versions into the pages.
  *
  * The B+tree pages (the "base") hold committed data only.  A write goes to
  * its tree's overlay: a skiplist from (key, rid) to an update chain, newest
  * version first, whose oldest entry is what the base held when the chain
- * was made.  Commit applies the transaction's versions to the base under
- * the exclusive latch, so the base is always the latest committed state:
+ * was made.  Commit only stamps the transaction's versions (and counts
+ * them into the trees' counters) under the exclusive latch; they stay in
+ * the overlay, pending, as WiredTiger's updates stay in a page's update
+ * lists until reconciliation.  A fold applies every pending chain's newest
+ * commit to the base in key order (a walk of the skiplist's level 0, each
+ * put searching only the previous put's leaf when the key falls in it),
+ * then drops the chains no snapshot needs and relinks the rest in the same
+ * pass:
  *
- *   write ──> overlay chain  [T7 uncommitted] -> [ts 12] -> [base image]
+ *   write  ──> overlay chain  [T7 uncommitted] -> [ts 12] -> [base image]
  *   commit ── exclusive latch ──> log record, ts = ++last_ts, versions
- *             stamped, applied to the base ──> unlatch ──> fsync (j: true)
- *   sweep  ── a chain whose head is committed and older than every open
- *             snapshot is dropped; older versions are trimmed
+ *              stamped (pending) ──> unlatch ──> fsync (j: true)
+ *   fold   ── exclusive latch: pending versions applied to the base in key
+ *              order; a chain whose head is committed, applied and not
+ *              newer than every open snapshot is dropped, older versions
+ *              trimmed.  When a commit leaves its tree's overlay at
+ *              fold_at chains (BT_FOLD_MIN, or twice what the last fold
+ *              kept), for the metadata tree and creates/drops at once, at
+ *              every checkpoint, before verify and collStats' page counts,
+ *              and by a reader after BT_FOLD_IDLE reads without a commit.
  *
  * A snapshot is {read_ts = last_ts at begin, own id}.  A version is
  * visible to it when it is its own or committed at ts <= read_ts; a key
- * without a chain is read from the base.  Reads outside a transaction read
- * the base only.  Writers conflict (MD_EWRITECONFLICT) on a chain whose
- * head is another transaction's uncommitted version or a commit after
- * their snapshot; a unique sorted-store insert also on any such chain with
- * equal key bytes.
+ * without a chain is read from the base.  Reads outside a transaction see
+ * the latest commit: a chain's newest committed version, else the base.
+ * Writers conflict (MD_EWRITECONFLICT) on a chain whose head is another
+ * transaction's uncommitted version or a commit after their snapshot; a
+ * unique sorted-store insert also on any such chain with equal key bytes.
  *
  * Invariants:
  * 5. Only one transaction has an uncommitted version in a chain, and it is
  *    the chain's head.
  * 6. The oldest version of a chain is visible to every open snapshot; a
- *    key with no chain has, in the base, the value every open snapshot
- *    sees (a chain stays until no snapshot predates its newest commit).
+ *    key with no chain has, in the base, its latest commit, the value
+ *    every open snapshot sees.  A chain's newest committed version is its
+ *    key's latest commit; it is in the base unless the chain is pending,
+ *    and a pending chain is never dropped (a chain stays until it is
+ *    applied and no snapshot predates its newest commit).
  * 7. The base changes only under the exclusive latch; overlays change
- *    under the shared latch and their tree's ov.mu.
+ *    under the shared latch and their tree's ov.mu, or under the
+ *    exclusive latch (commit, fold).
+ * 8. A checkpoint folds every tree first: the pages it writes hold every
+ *    commit before its log position.
  *
  * Each thread finds its open transaction (reads take none) in a small
- * thread-local table keyed by the engine's unique id.
+ * thread-local table keyed by the engine's unique id.  Ended transactions
+ * are kept (up to BT_SPARE, with their arrays) for the next begin.
  */
 #include <assert.h>
 #include <stdlib.h>
@@ -139,9 +159,25 @@ static uint64_t oldest_locked(bt_engine *e)
 
 /* ---- the overlay skiplist -------------------------------------------------------- */
 
+/* eng_key_cmp(chain, key) with kp = bt_key_prefix(key): the prefixes
+ * decide when they differ; keys of at most 8 bytes with equal prefixes
+ * differ only in length (the padding is zeros) and then rid. */
+static inline int chain_cmp_p(const bt_chain *c, uint64_t kp, const uint8_t *key,
+                              uint32_t klen, eng_rid rid)
+{
+    if (c->kpfx != kp)
+        return c->kpfx < kp ? -1 : 1;
+    if (c->klen <= 8 && klen <= 8) {
+        if (c->klen != klen)
+            return c->klen < klen ? -1 : 1;
+        return c->rid != rid ? (c->rid < rid ? -1 : 1) : 0;
+    }
+    return eng_key_cmp(c->key, c->klen, c->rid, key, klen, rid);
+}
+
 static int chain_cmp(const bt_chain *c, const uint8_t *key, uint32_t klen, eng_rid rid)
 {
-    return eng_key_cmp(c->key, c->klen, c->rid, key, klen, rid);
+    return chain_cmp_p(c, bt_key_prefix(key, klen), key, klen, rid);
 }
 
 /* The first chain >= (key, rid); slot[i] (if given) gets the link at level
@@ -150,8 +186,12 @@ static bt_chain *ov_find(bt_overlay *o, const uint8_t *key, uint32_t klen, eng_r
                          bt_chain ***slot)
 {
     bt_chain **links = o->head, *x;
-    for (int i = BT_SKIP_MAX - 1; i >= 0; i--) {
-        while ((x = links[i]) && chain_cmp(x, key, klen, rid) < 0)
+    uint64_t kp = bt_key_prefix(key, klen);
+    if (slot)
+        for (int i = BT_SKIP_MAX - 1; i >= o->top; i--)
+            slot[i] = &o->head[i]; /* no chain that tall */
+    for (int i = o->top - 1; i >= 0; i--) {
+        while ((x = links[i]) && chain_cmp_p(x, kp, key, klen, rid) < 0)
             links = x->next;
         if (slot)
             slot[i] = &links[i];
@@ -179,10 +219,11 @@ bt_chain *bt_ov_seek_back(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid
                           bool incl, bool inf)
 {
     bt_chain **links = t->ov.head, *x, *last = NULL;
-    for (int i = BT_SKIP_MAX - 1; i >= 0; i--) {
+    uint64_t kp = inf ? 0 : bt_key_prefix(key, klen);
+    for (int i = t->ov.top - 1; i >= 0; i--) {
         int c;
         while ((x = links[i]) &&
-               (inf || (c = chain_cmp(x, key, klen, rid)) < 0 || (incl && c == 0))) {
+               (inf || (c = chain_cmp_p(x, kp, key, klen, rid)) < 0 || (incl && c == 0))) {
             last = x;
             links = x->next;
         }
@@ -210,16 +251,15 @@ static int rand_height(void)
 static bt_upd *upd_new(uint64_t txn_id, bool present, const uint8_t *val, uint32_t vlen,
                        bool has_val)
 {
-    bt_upd *u = calloc(1, sizeof *u);
+    bool v = present && has_val;
+    bt_upd *u = malloc(sizeof *u + (v ? vlen : 0));
     if (!u)
         return NULL;
+    memset(u, 0, sizeof *u);
     u->txn_id = txn_id;
     u->present = present;
-    if (present && has_val) {
-        if (!(u->val = malloc(vlen ? vlen : 1))) {
-            free(u);
-            return NULL;
-        }
+    if (v) {
+        u->val = (uint8_t *)(u + 1);
         if (vlen)
             memcpy(u->val, val, vlen);
         u->vlen = vlen;
@@ -227,15 +267,17 @@ static bt_upd *upd_new(uint64_t txn_id, bool present, const uint8_t *val, uint32
     return u;
 }
 
+/* The base image "absent" (a chain made by an insert) is this one shared
+ * record, never written and never freed: no allocation for it. */
+static bt_upd absent_image;
+
 static int64_t upd_free_list(bt_upd *u)
 {
     int64_t n = 0;
-    while (u) {
+    for (; u && u != &absent_image; n++) {
         bt_upd *o = u->older;
-        free(u->val);
         free(u);
         u = o;
-        n++;
     }
     return n;
 }
@@ -245,20 +287,20 @@ static bt_chain *ov_insert(bt_tree *t, bt_chain ***slot, const uint8_t *key, uin
                            eng_rid rid, const bt_ent *base)
 {
     int h = rand_height();
-    bt_chain *c = calloc(1, sizeof *c + (size_t)h * sizeof c->next[0]);
+    size_t links = sizeof(bt_chain) + (size_t)h * sizeof(bt_chain *);
+    bt_chain *c = malloc(links + klen);
     if (!c)
         return NULL;
-    c->key = malloc(klen ? klen : 1);
-    c->head = upd_new(0, base != NULL, base ? base->val : NULL, base ? base->vlen : 0,
-                      base && base->has_val);
-    if (!c->key || !c->head) {
-        free(c->key);
-        free(c->head);
+    memset(c, 0, links);
+    c->key = (uint8_t *)c + links;
+    c->head = base ? upd_new(0, true, base->val, base->vlen, base->has_val) : &absent_image;
+    if (!c->head) {
         free(c);
         return NULL;
     }
     if (klen)
         memcpy(c->key, key, klen);
+    c->kpfx = bt_key_prefix(c->key, klen);
     c->klen = klen;
     c->rid = rid;
     c->height = h;
@@ -266,22 +308,30 @@ static bt_chain *ov_insert(bt_tree *t, bt_chain ***slot, const uint8_t *key, uin
         c->next[i] = *slot[i];
         *slot[i] = c;
     }
+    if (h > t->ov.top)
+        t->ov.top = h;
     __atomic_store_n(&t->ov.n, t->ov.n + 1, __ATOMIC_RELAXED);
     return c;
 }
 
+static void chain_free(bt_engine *e, bt_chain *c)
+{
+    ADD(e->st.freed, upd_free_list(c->head));
+    free(c);
+}
+
+/* Unlink a chain that never held a committed version (an abort, a failed
+ * write): it has only its base image left. */
 static void ov_remove(bt_engine *e, bt_tree *t, bt_chain *c)
 {
     bt_chain **slot[BT_SKIP_MAX];
     bt_chain *f = ov_find(&t->ov, c->key, c->klen, c->rid, slot);
-    assert(f == c);
+    assert(f == c && !c->pending);
     (void)f;
     for (int i = 0; i < c->height; i++)
         *slot[i] = c->next[i];
     __atomic_store_n(&t->ov.n, t->ov.n - 1, __ATOMIC_RELAXED);
-    ADD(e->st.freed, upd_free_list(c->head));
-    free(c->key);
-    free(c);
+    chain_free(e, c);
 }
 
 /* Every tree's overlay is initialized as the tree joins the engine
@@ -290,88 +340,132 @@ void bt_ov_init(bt_tree *t)
 {
     pthread_mutex_init(&t->ov.mu, NULL);
     t->ov.mu_ok = true;
+    t->ov.fold_at = BT_FOLD_MIN;
 }
 
-/* Free a tree's whole overlay (the tree is going away). */
+/* Free a tree's whole overlay (the tree is going away: a drop, or the
+ * engine closing after its last checkpoint). */
 void bt_ov_free(bt_engine *e, bt_tree *t)
 {
     bt_chain *c = t->ov.head[0];
     while (c) {
         bt_chain *n = c->next[0];
         upd_free_list(c->head);
-        free(c->key);
         free(c);
         c = n;
     }
-    free(t->ov.sweep);
+    ADD(e->unfolded, -t->ov.pending);
     if (t->ov.mu_ok)
         pthread_mutex_destroy(&t->ov.mu);
     memset(&t->ov, 0, sizeof t->ov);
 }
 
-static int sweep_push(bt_tree *t, bt_chain *c)
-{
-    bt_overlay *o = &t->ov;
-    if (c->on_sweep)
-        return 0;
-    if (o->nsweep == o->capsweep) {
-        size_t ncap = o->capsweep ? o->capsweep * 2 : 64;
-        bt_chain **nv = realloc(o->sweep, ncap * sizeof *nv);
-        if (!nv)
-            return MD_ENOMEM; /* the chain just stays: correct, not freed */
-        o->sweep = nv;
-        o->capsweep = ncap;
-    }
-    o->sweep[o->nsweep++] = c;
-    c->on_sweep = true;
-    return 0;
-}
+/* ---- folding committed versions into the base ------------------------------------- */
 
-/* Drop the listed chains no snapshot needs and trim the others to the
- * newest version the oldest snapshot sees.  A chain whose head is
- * uncommitted leaves the list: its writer lists it again at its end.
- * With a snapshot open, rescans only when the oldest snapshot moved or the
- * list doubled (a long reader must not make every commit O(list)); with
- * none, everything listed goes. */
-static void sweep_tree(bt_engine *e, bt_tree *t, uint64_t oldest)
+/* Fold t's overlay: apply every pending chain's newest committed version
+ * to the base, in key order (the skiplist's level 0, so the puts walk the
+ * leaves in order), then drop the chains no open snapshot needs (head
+ * committed at or before `oldest`, nothing pending) and trim the others to
+ * the version the oldest snapshot sees.  The survivors are relinked in the
+ * same pass: no search per chain.  A put that fails leaves its chain
+ * pending (readers still see the version through it) and is reported.
+ * Under the exclusive latch: no reader is in the overlay. */
+static int fold_tree(bt_engine *e, bt_tree *t, uint64_t oldest, md_error *err)
 {
     bt_overlay *o = &t->ov;
-    size_t j = 0;
-    if (o->nsweep == 0 || (oldest != UINT64_MAX && oldest == o->swept_oldest &&
-                           o->nsweep < 2 * o->swept_n + 64))
-        return;
-    for (size_t i = 0; i < o->nsweep; i++) {
-        bt_chain *c = o->sweep[i];
+    bt_chain **tail[BT_SKIP_MAX];
+    bt_pos hint;
+    size_t n = 0, applied = 0;
+    hint.depth = 0;
+    int rc = 0;
+    if (!o->n)
+        return 0;
+    for (int i = 0; i < BT_SKIP_MAX; i++)
+        tail[i] = &o->head[i];
+    for (bt_chain *c = o->head[0], *next; c; c = next) {
+        next = c->next[0];
         bt_upd *u = c->head;
-        if (u->txn_id && !u->ts) {
-            c->on_sweep = false;
-            continue;
+        if (c->pending && rc == 0) {
+            if (u->txn_id && !u->ts)
+                u = u->older; /* an open transaction's version: below it */
+            int r = bt_apply_near(t, &hint, c->key, c->klen, c->rid, u->val, u->vlen,
+                                  t->kind != BT_SS, !u->present, err);
+            if (r == 0) {
+                c->pending = false;
+                applied++;
+            } else {
+                rc = r;
+            }
         }
-        if (u->ts <= oldest) {
-            ov_remove(e, t, c);
+        u = c->head;
+        if (!c->pending && (!u->txn_id || (u->ts && u->ts <= oldest))) {
+            chain_free(e, c);
             continue;
         }
         while (u->older && !(u->ts && u->ts <= oldest) && u->txn_id)
             u = u->older;
-        ADD(e->st.freed, upd_free_list(u->older));
-        u->older = NULL;
-        o->sweep[j++] = c;
+        if (u->older) {
+            ADD(e->st.freed, upd_free_list(u->older));
+            u->older = NULL;
+        }
+        for (int i = 0; i < c->height; i++) {
+            *tail[i] = c;
+            tail[i] = &c->next[i];
+        }
+        n++;
     }
-    o->nsweep = o->swept_n = j;
-    o->swept_oldest = oldest;
+    o->top = 0;
+    for (int i = 0; i < BT_SKIP_MAX; i++) {
+        if (tail[i] != &o->head[i])
+            o->top = i + 1;
+        *tail[i] = NULL;
+    }
+    __atomic_store_n(&o->n, n, __ATOMIC_RELAXED);
+    o->pending -= applied;
+    o->fold_at = n * 2 > BT_FOLD_MIN ? n * 2 : BT_FOLD_MIN;
+    ADD(e->unfolded, -applied);
+    ADD(e->st.folds, 1);
+    ADD(e->st.folded, (int64_t)applied);
+    if (applied)
+        e->gen++;
+    return rc;
 }
 
-/* lock: under the shared latch (abort); else the exclusive one (commit). */
-static void sweep_all(bt_engine *e, uint64_t oldest, bool lock)
+static uint64_t oldest_snapshot(bt_engine *e)
 {
+    pthread_mutex_lock(&e->txn_mu);
+    uint64_t o = oldest_locked(e);
+    pthread_mutex_unlock(&e->txn_mu);
+    return o;
+}
+
+int bt_fold_all(bt_engine *e, md_error *err)
+{
+    uint64_t oldest = oldest_snapshot(e);
+    int rc = 0;
     for (size_t i = 0; i <= e->ntrees; i++) {
-        bt_tree *t = i < e->ntrees ? e->trees[i] : e->meta;
-        if (lock)
-            pthread_mutex_lock(&t->ov.mu);
-        sweep_tree(e, t, oldest);
-        if (lock)
-            pthread_mutex_unlock(&t->ov.mu);
+        int r = fold_tree(e, i < e->ntrees ? e->trees[i] : e->meta, oldest, err);
+        if (r && !rc)
+            rc = r;
     }
+    return rc;
+}
+
+/* Reads call this before their shared latch.  When versions wait to be
+ * folded and BT_FOLD_IDLE reads came without a commit in between, one
+ * reader (the evicting flag keeps it to one) folds them, so that a
+ * read-mostly workload reads the base alone again. */
+void bt_fold_idle(bt_engine *e)
+{
+    if (!LOAD(e->unfolded) || ADD(e->idle_reads, 1) < BT_FOLD_IDLE ||
+        __atomic_exchange_n(&e->evicting, true, __ATOMIC_ACQUIRE))
+        return;
+    bt_latch_excl(e);
+    if (!e->crashed)
+        (void)bt_fold_all(e, NULL); /* a failed put stays pending; checkpoint reports it */
+    __atomic_store_n(&e->idle_reads, 0, __ATOMIC_RELAXED);
+    bt_unlatch(e);
+    __atomic_store_n(&e->evicting, false, __ATOMIC_RELEASE);
 }
 
 /* ---- reads and writes ------------------------------------------------------------- */
@@ -407,14 +501,15 @@ int bt_buf_set(bt_buf *b, const uint8_t *p, size_t n)
     return bt_buf_put(b, p, n);
 }
 
-/* The value of (key, rid) as the calling thread sees it, copied into *val.
- * The caller holds the shared latch. */
+/* The value of (key, rid) as the calling thread sees it, copied into *val:
+ * through the key's chain if it has one (outside a transaction: its newest
+ * commit), else from the base.  The caller holds the shared latch. */
 int bt_lookup(bt_engine *e, bt_txn *x, bt_tree *t, const uint8_t *key, uint32_t klen,
               eng_rid rid, bt_buf *val, md_error *err)
 {
     bt_ent *en;
     int rc;
-    if (x && bt_ov_count(t)) {
+    if (bt_ov_count(t)) {
         pthread_mutex_lock(&t->ov.mu);
         bt_chain *c = ov_exact(t, key, klen, rid, NULL);
         if (c) {
@@ -432,8 +527,42 @@ int bt_lookup(bt_engine *e, bt_txn *x, bt_tree *t, const uint8_t *key, uint32_t 
 
 /* Unique sorted-store insert: another visible entry with equal key bytes
  * is a duplicate; one another transaction is changing, a conflict. */
+/* A unique insert's base entries with the key's bytes, from the one
+ * search bt_write makes: up to BT_EQ_MAX other rids (more: there were
+ * more, unique_check scans again). */
+#define BT_EQ_MAX 4
+typedef struct bt_equal {
+    eng_rid other[BT_EQ_MAX];
+    int n;
+    bool more;
+} bt_equal;
+
+/* (key, rid)'s own base entry into *own (NULL: none) and the others with
+ * the same key bytes into q.  Under the shared latch. */
+static int base_equal(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid,
+                      bt_ent **own, bt_equal *q, md_error *err)
+{
+    bt_pos pos;
+    int rc = bt_search(t, key, klen, INT64_MIN, &pos, NULL, err);
+    if (rc == 0)
+        rc = bt_pos_normalize(t, &pos, err);
+    for (; rc == 0; rc = bt_pos_next(t, &pos, err)) {
+        bt_ent *en = bt_pos_ent(&pos);
+        if (en->klen != klen || (klen && memcmp(en->key, key, klen) != 0))
+            break;
+        if (en->rid == rid)
+            *own = en;
+        else if (q->n < BT_EQ_MAX)
+            q->other[q->n++] = en->rid;
+        else
+            q->more = true;
+    }
+    return rc == MD_NOTFOUND ? 0 : rc;
+}
+
 static int unique_check(bt_engine *e, bt_txn *x, bt_tree *t, const uint8_t *key,
-                        uint32_t klen, eng_rid rid, eng_rid *dup_rid, md_error *err)
+                        uint32_t klen, eng_rid rid, const bt_equal *q, eng_rid *dup_rid,
+                        md_error *err)
 {
     bt_pos pos;
     eng_rid dup = ENG_RID_NONE;
@@ -446,10 +575,16 @@ static int unique_check(bt_engine *e, bt_txn *x, bt_tree *t, const uint8_t *key,
         if (!dup && bt_visible(c, x)->present)
             dup = c->rid;
     }
-    int rc = bt_search(t, key, klen, INT64_MIN, &pos, NULL, err);
-    if (rc == 0)
-        rc = bt_pos_normalize(t, &pos, err);
-    for (; rc == 0 && !dup; rc = bt_pos_next(t, &pos, err)) {
+    int rc = 0;
+    for (int i = 0; !q->more && i < q->n && !dup; i++)
+        if (!ov_exact(t, key, klen, q->other[i], NULL))
+            dup = q->other[i];
+    if (q->more && !dup) {
+        rc = bt_search(t, key, klen, INT64_MIN, &pos, NULL, err);
+        if (rc == 0)
+            rc = bt_pos_normalize(t, &pos, err);
+    }
+    for (; q->more && rc == 0 && !dup; rc = bt_pos_next(t, &pos, err)) {
         bt_ent *en = bt_pos_ent(&pos);
         if (en->klen != klen || (klen && memcmp(en->key, key, klen) != 0))
             break;
@@ -487,15 +622,14 @@ static int push_version(bt_txn *x, bt_tree *t, bt_chain *c, bool present, const 
         c->head = u;
         x->m[x->nm++] = (bt_mod){.t = t, .c = c};
     } else {
-        uint8_t *nv = present && has_val ? malloc(vlen ? vlen : 1) : NULL;
-        if (present && has_val && !nv)
+        bt_upd *nu = upd_new(x->id, present, val, vlen, has_val);
+        if (!nu)
             return MD_ENOMEM;
-        if (nv && vlen)
-            memcpy(nv, val, vlen);
-        free(u->val);
-        u->val = nv;
-        u->vlen = nv ? vlen : 0;
-        u->present = present;
+        nu->older = u->older;
+        nu->mod = u->mod;
+        c->head = nu;
+        free(u);
+        u = nu;
     }
     bt_mod *m = &x->m[u->mod];
     m->d_ins += mode == BT_W_INSERT;
@@ -511,8 +645,8 @@ static int push_version(bt_txn *x, bt_tree *t, bt_chain *c, bool present, const 
  * to log. */
 static int write_locked(bt_engine *e, bt_txn *x, bt_tree *t, const uint8_t *key,
                         uint32_t klen, eng_rid rid, const uint8_t *val, uint32_t vlen,
-                        int mode, const bt_ent *en, eng_rid *dup_rid, bool *noop,
-                        md_error *err)
+                        int mode, const bt_ent *en, const bt_equal *q, eng_rid *dup_rid,
+                        bool *noop, md_error *err)
 {
     bt_chain **slot[BT_SKIP_MAX];
     bool present = en != NULL, del = mode == BT_W_REMOVE || mode == BT_W_DEL;
@@ -529,12 +663,12 @@ static int write_locked(bt_engine *e, bt_txn *x, bt_tree *t, const uint8_t *key,
         *noop = true; /* the pair exists */
         return 0;
     }
-    if (mode == BT_W_UNIQUE && (rc = unique_check(e, x, t, key, klen, rid, dup_rid, err)) != 0)
+    if (mode == BT_W_UNIQUE && (rc = unique_check(e, x, t, key, klen, rid, q, dup_rid, err)) != 0)
         return rc;
     if (!c && !(c = ov_insert(t, slot, key, klen, rid, present ? en : NULL)))
         return bt_nomem(err);
     if ((rc = push_version(x, t, c, !del, val, vlen, mode)) != 0) {
-        if (!c->head->older && !c->head->txn_id && !c->on_sweep)
+        if (!c->head->older && !c->head->txn_id)
             ov_remove(e, t, c); /* only the base image: as if never made */
         return bt_nomem(err);
     }
@@ -550,15 +684,20 @@ int bt_write(bt_engine *e, bt_txn *x, bt_tree *t, const uint8_t *key, uint32_t k
 {
     bool noop = false;
     bt_ent *en = NULL;
+    bt_equal q = {.n = 0};
     int rc = 0;
     bt_latch_shared(e);
+    /* the base is stable under the latch: read it before ov.mu */
     if (mode == BT_W_INSERT)
         *rid_out = rid = __atomic_fetch_add(&t->next_rid, 1, __ATOMIC_RELAXED);
+    else if (mode == BT_W_UNIQUE)
+        rc = base_equal(t, key, klen, rid, &en, &q, err); /* one search for both */
     else if ((rc = bt_get(t, key, klen, rid, &en, err)) == MD_NOTFOUND)
-        rc = 0, en = NULL; /* the base is stable under the latch: read it unlocked */
+        rc = 0, en = NULL;
     if (rc == 0) {
         pthread_mutex_lock(&t->ov.mu);
-        rc = write_locked(e, x, t, key, klen, rid, val, vlen, mode, en, rid_out, &noop, err);
+        rc = write_locked(e, x, t, key, klen, rid, val, vlen, mode, en, &q, rid_out, &noop,
+                          err);
         pthread_mutex_unlock(&t->ov.mu);
     }
     bt_unlatch(e);
@@ -577,13 +716,23 @@ static void txn_end_shared(bt_engine *e, bt_txn *x);
 int bt_txn_begin(eng_engine *eh, eng_txn **out)
 {
     bt_engine *e = (bt_engine *)eh;
+    bt_txn *t;
     if (bt_txn_mine(e))
         return MD_EBUSY; /* one transaction per thread */
-    bt_txn *t = calloc(1, sizeof *t);
-    if (!t)
+    pthread_mutex_lock(&e->txn_mu);
+    if ((t = e->spare) != NULL) {
+        e->spare = t->next;
+        e->nspare--;
+        t->next = NULL;
+    }
+    pthread_mutex_unlock(&e->txn_mu);
+    if (!t && !(t = calloc(1, sizeof *t)))
         return MD_ENOMEM;
     t->hdr.engine = eh;
     if (tl_set(e, t) != 0) {
+        free(t->m);
+        free(t->u);
+        bt_buf_free(&t->lg);
         free(t);
         return MD_ENOMEM;
     }
@@ -615,21 +764,57 @@ static uint64_t txn_unlink(bt_engine *e, bt_txn *x)
     return o;
 }
 
+/* An ended transaction goes to the engine's spares with its arrays (the
+ * next begin takes it: no allocation per transaction), or is freed. */
 static void txn_free(bt_engine *e, bt_txn *x)
 {
     if (bt_txn_mine(e) == x)
         tl_set(e, NULL);
-    free(x->m);
-    free(x->u);
-    bt_buf_free(&x->lg);
-    free(x);
+    x->nm = x->n = 0;
+    x->lg.n = 0;
+    x->lg.oom = false;
+    x->wseq = 0;
+    x->prev = NULL;
+    pthread_mutex_lock(&e->txn_mu);
+    if (e->nspare < BT_SPARE && x->capm <= 1024 && x->lg.cap <= (1u << 20)) {
+        x->next = e->spare;
+        e->spare = x;
+        e->nspare++;
+        x = NULL;
+    }
+    pthread_mutex_unlock(&e->txn_mu);
+    if (x) {
+        free(x->m);
+        free(x->u);
+        bt_buf_free(&x->lg);
+        free(x);
+    }
 }
 
-/* Stamp x's versions with a new commit timestamp and apply them to the
- * base.  Under the exclusive latch. */
-static int apply_locked(bt_engine *e, bt_txn *x, md_error *err)
+void bt_txn_spares_free(bt_engine *e)
 {
-    int rc = 0;
+    while (e->spare) {
+        bt_txn *x = e->spare;
+        e->spare = x->next;
+        free(x->m);
+        free(x->u);
+        bt_buf_free(&x->lg);
+        free(x);
+    }
+    e->nspare = 0;
+}
+
+static int64_t ent_size(const bt_tree *t, const bt_chain *c, const bt_upd *u)
+{
+    return t->kind == BT_RS ? (int64_t)u->vlen : (int64_t)c->klen + 8;
+}
+
+/* Stamp x's versions with a new commit timestamp and count them into their
+ * trees' counters (the version under each is the key's previous commit, or
+ * its base image: invariant 5).  The versions stay in the overlay, pending,
+ * until a fold applies them to the base.  Under the exclusive latch. */
+static void stamp_locked(bt_engine *e, bt_txn *x)
+{
     pthread_mutex_lock(&e->txn_mu);
     uint64_t ts = ++e->last_ts;
     pthread_mutex_unlock(&e->txn_mu);
@@ -637,21 +822,46 @@ static int apply_locked(bt_engine *e, bt_txn *x, md_error *err)
         bt_mod *m = &x->m[i];
         bt_chain *c = m->c;
         bt_upd *u = c->head;
+        const bt_upd *was = u->older;
         bt_tree *t = m->t;
         assert(u->txn_id == x->id && u->ts == 0);
         u->ts = ts;
-        int r = bt_tree_apply(t, c->key, c->klen, c->rid, u->val, u->vlen, t->kind != BT_SS,
-                              !u->present, err);
+        t->count += (int64_t)u->present - (int64_t)was->present;
+        t->data_size += (u->present ? ent_size(t, c, u) : 0) -
+                        (was->present ? ent_size(t, c, was) : 0);
         t->n_inserts += m->d_ins;
         t->n_updates += m->d_upd;
         t->bytes_written += m->d_bytes;
         t->upd_bytes += m->d_ubytes;
-        sweep_push(t, c);
-        if (r && !rc)
-            rc = r;
+        t->modified = true;
+        if (!c->pending) {
+            c->pending = true;
+            t->ov.pending++;
+            ADD(e->unfolded, 1);
+        }
     }
     e->gen++;
-    return rc;
+}
+
+/* After a commit: fold the trees it wrote whose overlay reached its bound;
+ * the metadata tree, and every tree of a create or drop, at once.  A fold
+ * that fails leaves its versions pending (visible through their chains;
+ * the checkpoint, which needs them in the base, reports the error). */
+static void fold_touched(bt_engine *e, bt_txn *x, uint64_t oldest)
+{
+    bt_tree *done[8];
+    size_t nd = 0;
+    for (size_t i = 0; i < x->nm; i++) {
+        bt_tree *t = x->m[i].t;
+        bool seen = false;
+        for (size_t j = 0; j < nd && !seen; j++)
+            seen = done[j] == t;
+        if (seen || (t != e->meta && !x->n && t->ov.n < t->ov.fold_at))
+            continue;
+        (void)fold_tree(e, t, oldest, NULL);
+        if (nd < 8)
+            done[nd++] = t;
+    }
 }
 
 /* Creates and drops: a committed drop's file goes after the next
@@ -695,7 +905,6 @@ int bt_txn_commit(eng_txn *th, bool durable, md_error *err)
     bt_txn *x = (bt_txn *)th;
     bt_engine *e = (bt_engine *)th->engine;
     bool want = false, appended = false, later = durable && e->log.interval_ms > 0;
-    md_error aerr;
     uint64_t lsn;
     if (!x->nm && !x->n && !x->lg.n && !ckpt_pending(e)) {
         txn_end_shared(e, x);
@@ -718,8 +927,9 @@ int bt_txn_commit(eng_txn *th, bool durable, md_error *err)
         bt_txn_abort(th);
         return rc;
     }
-    int arc = apply_locked(e, x, &aerr);
-    sweep_all(e, txn_unlink(e, x), false);
+    stamp_locked(e, x);
+    fold_touched(e, x, txn_unlink(e, x));
+    __atomic_store_n(&e->idle_reads, 0, __ATOMIC_RELAXED);
     if (x->n)
         structural_end(e, x, false);
     if (!e->crashed)
@@ -729,20 +939,20 @@ int bt_txn_commit(eng_txn *th, bool durable, md_error *err)
         rc = bt_log_ckpt_begin(e, &lsn, err); /* write and fsync the log */
     ADD(e->st.commits, 1);
     txn_free(e, x);
-    if (rc == 0 && arc) {
-        if (err)
-            *err = aerr;
-        rc = arc;
-    }
     return rc;
 }
 
-/* Remove x's versions (a chain left with only its base image goes), leave
- * the open list and sweep.  Under the shared latch, each tree's ov.mu in
- * turn. */
+/* Remove x's versions (a chain left with only its base image goes) and
+ * leave the open list.  Under the shared latch, each tree's ov.mu in
+ * turn; a transaction that wrote nothing takes no latch.  Chains kept for
+ * x's snapshot go at the next fold. */
 static void txn_end_shared(bt_engine *e, bt_txn *x)
 {
     bt_tree *locked = NULL;
+    if (!x->nm) {
+        txn_unlink(e, x);
+        return;
+    }
     bt_latch_shared(e);
     for (size_t i = x->nm; i-- > 0;) {
         bt_chain *c = x->m[i].c;
@@ -757,14 +967,12 @@ static void txn_end_shared(bt_engine *e, bt_txn *x)
         c->head = u->older;
         u->older = NULL;
         ADD(e->st.freed, upd_free_list(u));
-        if (!c->head->older && !c->head->txn_id && !c->on_sweep)
+        if (!c->head->older && !c->head->txn_id)
             ov_remove(e, t, c);
-        else
-            sweep_push(t, c);
     }
     if (locked)
         pthread_mutex_unlock(&locked->ov.mu);
-    sweep_all(e, txn_unlink(e, x), true);
+    txn_unlink(e, x);
     bt_unlatch(e);
 }
 
@@ -797,6 +1005,9 @@ void bt_txn_status(bt_engine *e, bson_t *status)
     BSON_APPEND_INT64(&sub, "writeConflicts", LOAD(e->st.conflicts));
     BSON_APPEND_INT64(&sub, "chains", chains);
     BSON_APPEND_INT64(&sub, "versionsFreed", LOAD(e->st.freed));
+    BSON_APPEND_INT64(&sub, "folds", LOAD(e->st.folds));
+    BSON_APPEND_INT64(&sub, "versionsFolded", LOAD(e->st.folded));
+    BSON_APPEND_INT64(&sub, "versionsPending", (int64_t)LOAD(e->unfolded));
     BSON_APPEND_DOCUMENT_BEGIN(&sub, "latch", &latch);
     BSON_APPEND_INT64(&latch, "sharedAcquired", LOAD(e->st.sh_n));
     BSON_APPEND_INT64(&latch, "sharedWaitMicros", LOAD(e->st.sh_us));

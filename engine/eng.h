@@ -234,6 +234,10 @@ struct eng_ops {
     int (*meta_get)(eng_engine *e, const char *key, bson_t *out);
     int (*meta_del)(eng_engine *e, eng_txn *t, const char *key);
     int (*meta_list)(eng_engine *e, eng_meta_fn fn, void *ctx);
+    /* Optional: where entry key is stored ("DIR/test.0 offset 0x41b0"),
+     * for messages about an entry whose content is damaged; NULL for
+     * engines whose catalog is checksummed or only in memory. */
+    void (*meta_where)(eng_engine *e, const char *key, char *buf, size_t n);
 
     int (*rs_create)(eng_engine *e, eng_txn *t, const char *ident,
                      const eng_rs_options *o, md_error *err);
@@ -392,6 +396,9 @@ int eng_meta_put(eng_engine *e, eng_txn *t, const char *key, const bson_t *value
 int eng_meta_get(eng_engine *e, const char *key, bson_t *out);
 int eng_meta_del(eng_engine *e, eng_txn *t, const char *key);
 int eng_meta_list(eng_engine *e, eng_meta_fn fn, void *ctx);
+/* Where entry key is stored, in buf (made "" when the engine has no such
+ * place to name, or no such entry); returns buf. */
+const char *eng_meta_where(eng_engine *e, const char *key, char *buf, size_t n);
 
 int eng_rs_create(eng_engine *e, eng_txn *t, const char *ident, const eng_rs_options *o,
                   md_error *err);

@@ -131,6 +131,15 @@ int eng_meta_list(eng_engine *e, eng_meta_fn fn, void *ctx)
     return e->ops->meta_list(e, fn, ctx);
 }
 
+const char *eng_meta_where(eng_engine *e, const char *key, char *buf, size_t n)
+{
+    if (n)
+        buf[0] = '\0';
+    if (n && e->ops->meta_where)
+        e->ops->meta_where(e, key, buf, n);
+    return buf;
+}
+
 int eng_rs_create(eng_engine *e, eng_txn *t, const char *ident, const eng_rs_options *o,
                   md_error *err)
 {

@@ -351,6 +351,7 @@ const eng_ops mm_engine_ops = {
     .meta_get = mm_meta_get,
     .meta_del = mm_meta_del,
     .meta_list = mm_meta_list,
+    .meta_where = mm_meta_where,
 
     .rs_create = mm_rs_create,
     .rs_open = mm_rs_open,

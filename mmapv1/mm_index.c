@@ -153,8 +153,7 @@ int mm_ss_open(eng_engine *eng, const char *ident, eng_ss **out, md_error *err)
     mm_engine *e = mm_E(eng);
     int32_t slot = mm_ns_find(e, ident);
     if (slot < 0 || mm_ns_at(e, slot)->kind != MM_KIND_INDEX)
-        return md_error_set(err, MD_NOTFOUND, MD_CODE_INDEX_NOT_FOUND, "index not found: %s",
-                            ident);
+        return mm_meta_missing(e, ident, MD_CODE_INDEX_NOT_FOUND, "index", err);
     mm_ss *ss = calloc(1, sizeof *ss);
     if (!ss)
         return md_error_set(err, MD_ENOMEM, MD_CODE_INTERNAL_ERROR, "out of memory");

@@ -279,8 +279,12 @@
  *   valid BSON (a number, a string's bytes, even invalid UTF-8) changes the
  *   value silently; in an index key it makes the index disagree with the
  *   record (validate finds that); in a catalog entry it changes the entry
- *   (an index's key pattern, say).  A damaged last journal section cannot
- *   be told from a torn one: that commit is lost.
+ *   (an index's key pattern, say), but a name there that the .ns file does
+ *   not hold (a collection's key, an index's ident) fails rs/ss open, at
+ *   database open, with MD_ECORRUPT naming the record (mm_meta_missing),
+ *   and query/ names the record (mm_meta_where) when an entry is
+ *   malformed.  A damaged last journal section cannot be told from a torn
+ *   one: that commit is lost.
  *   tests/faults/fault_corrupt.c holds the engine to exactly this.
  *
  * ---- DIR/journal/lsn (24 bytes) -------------------------------------------
@@ -632,12 +636,18 @@ int mm_ns_add(mm_engine *e, mm_txn *t, const char *name, int kind, int32_t *slot
 void mm_ns_remove(mm_engine *e, mm_txn *t, int32_t slot);
 int mm_ns_check_all(mm_engine *e, md_error *err);
 int mm_meta_load(mm_engine *e, md_error *err);
+/* rs/ss open of an ident that has no namespace of its kind: MD_ECORRUPT
+ * naming the catalog record that holds the ident, else MD_NOTFOUND with
+ * code and "<what> not found: <ident>". */
+int mm_meta_missing(const mm_engine *e, const char *ident, int code, const char *what,
+                    md_error *err);
 void mm_meta_free(mm_engine *e);
 int mm_meta_put(eng_engine *e, eng_txn *t, const char *key, const bson_t *value,
                 md_error *err);
 int mm_meta_get(eng_engine *e, const char *key, bson_t *out);
 int mm_meta_del(eng_engine *e, eng_txn *t, const char *key);
 int mm_meta_list(eng_engine *e, eng_meta_fn fn, void *ctx);
+void mm_meta_where(eng_engine *e, const char *key, char *buf, size_t n);
 
 /* ---- mm_extent.c: extents ----------------------------------------------- */
 int32_t mm_extent_max_size(const mm_engine *e);

@@ -275,6 +275,34 @@ static mm_meta_ent *meta_find(mm_engine *e, const char *key)
     return bsearch(&probe, e->meta, e->nmeta, sizeof *e->meta, meta_cmp);
 }
 
+/* An ident with no namespace of its kind: the catalog record that names
+ * it (its bytes, NUL included, inside the record's document) disagrees with
+ * the .ns file, one of them damaged: MD_ECORRUPT naming that record.  Not
+ * named by any record: MD_NOTFOUND with the caller's plain error (code,
+ * "<what> not found: ident").  Only on open's failure path. */
+int mm_meta_missing(const mm_engine *e, const char *ident, int code, const char *what,
+                    md_error *err)
+{
+    size_t n = strlen(ident) + 1;
+    for (size_t i = 0; i < e->nmeta; i++) {
+        mm_loc l = e->meta[i].loc;
+        const mm_record *r = mm_rs_locate(e, e->meta_slot, l);
+        if (!r)
+            continue;
+        const uint8_t *doc = (const uint8_t *)(r + 1);
+        uint32_t len = (uint32_t)mm_le32(doc);
+        if (len >= n && memmem(doc, len, ident, n)) {
+            char pr[ENG_IDENT_MAX * 4 + 8];
+            return ENG_CORRUPT(err, "catalog %s.system.namespaces: the record at %s/%s.%d offset "
+                                    "0x%x names %s \"%s\", not a namespace of that kind in %s/%s.ns",
+                               e->db, e->dir, e->db, l.a, (unsigned)l.ofs,
+                               code == MD_CODE_INDEX_NOT_FOUND ? "index" : "collection",
+                               mm_printable(ident, n, pr, sizeof pr), e->dir, e->db);
+        }
+    }
+    return md_error_set(err, MD_NOTFOUND, code, "%s not found: %s", what, ident);
+}
+
 int mm_meta_put(eng_engine *eng, eng_txn *tx, const char *key, const bson_t *value,
                 md_error *err)
 {
@@ -334,6 +362,18 @@ int mm_meta_del(eng_engine *eng, eng_txn *tx, const char *key)
     memmove(m, m + 1, (e->nmeta - i - 1) * sizeof *m);
     e->nmeta--;
     return 0;
+}
+
+/* The catalog record of key: "DIR/test.N offset 0x..." ("" if none). */
+void mm_meta_where(eng_engine *eng, const char *key, char *buf, size_t n)
+{
+    mm_engine *e = mm_E(eng);
+    mm_meta_ent *m = meta_find(e, key);
+    if (m)
+        snprintf(buf, n, "%s/%s.%d offset 0x%x", e->dir, e->db, m->loc.a,
+                 (unsigned)m->loc.ofs);
+    else if (n)
+        buf[0] = '\0';
 }
 
 int mm_meta_list(eng_engine *eng, eng_meta_fn fn, void *ctx)

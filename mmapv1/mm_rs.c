@@ -261,8 +261,7 @@ int mm_rs_open(eng_engine *eng, const char *ident, eng_rs **out, md_error *err)
     mm_engine *e = mm_E(eng);
     int32_t slot = mm_ns_find(e, ident);
     if (slot < 0 || mm_ns_at(e, slot)->kind != MM_KIND_COLL)
-        return md_error_set(err, MD_NOTFOUND, MD_CODE_NAMESPACE_NOT_FOUND,
-                            "ns not found: %s", ident);
+        return mm_meta_missing(e, ident, MD_CODE_NAMESPACE_NOT_FOUND, "ns", err);
     mm_rs *rs = calloc(1, sizeof *rs);
     if (!rs)
         return md_error_set(err, MD_ENOMEM, MD_CODE_INTERNAL_ERROR, "out of memory");

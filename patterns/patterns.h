@@ -77,6 +77,9 @@ typedef struct pt_op {
     int (*run)(pt_user *u, md_error *err);
     pt_figures book_mmap;  /* the book's figures on MMAPv1 */
     pt_figures book_wt;    /* ... and on WiredTiger */
+    /* A user waits for other ops' users (a subscriber for a publisher), so
+     * it has no service time (pt_sim.h) of its own. */
+    bool needs_peers;
 } pt_op;
 
 /* What the runner tells a scenario's setup about the coming run. */

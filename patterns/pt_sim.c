@@ -4,6 +4,8 @@
  *
  *   open (journal on) -> setup -> sample counters -> timed users ->
  *   sample counters -> check -> destroy -> close -> remove the directory
+ *   [-> opts.service: the service time, on a second fresh database, of one
+ *    iteration's users run back to back by this thread (service_times)]
  *
  * The timed part (model in pt_sim.h): every op's users of every iteration
  * get a start time (slicetime: evenly spread across the iteration), the
@@ -364,6 +366,56 @@ static int run_users(sim *s, const pt_run_opts *o, pt_run_result *r)
     return rc;
 }
 
+/* One iteration's users of sc, back to back by this thread, on a fresh
+ * database in a new directory under `parent`: each op's mean time. */
+static int service_times(const pt_scenario *sc, const pt_run_opts *o, const char *parent,
+                         pt_run_result *r, md_error *err)
+{
+    char dir[4096];
+    md_db *db = NULL;
+    void *state = NULL;
+    pt_run_opts one = *o;
+    int64_t n, sum_ns[PT_MAX_OPS] = {0};
+    one.iterations = 1;
+    snprintf(dir, sizeof dir, "%s/minidoc_service_XXXXXX", parent);
+    if (!mkdtemp(dir))
+        return md_error_set(err, MD_EIO, MD_CODE_FILE_STREAM_FAILED, "mkdtemp %s: %s", dir,
+                            strerror(errno));
+    sim_user *users = build_schedule(sc, &one, &n);
+    int rc = users ? open_db(dir, o, &db, err)
+                   : md_error_set(err, MD_ENOMEM, MD_CODE_INTERNAL_ERROR, "out of memory");
+    pt_setup_args args = {.users = n, .quick = o->quick};
+    if (rc == 0 && sc->setup)
+        rc = sc->setup(db, &args, &state, err);
+    bool set_up = rc == 0 && db;
+    for (int64_t i = 0; rc == 0 && i < n; i++) {
+        const sim_user *su = &users[i];
+        if (sc->ops[su->op].needs_peers)
+            continue;
+        pt_user u = {
+            .db = db,
+            .state = state,
+            .id = (uint64_t)su->id,
+            .rng = splitmix64(o->seed ^ ((uint64_t)su->op << 40) ^ (uint64_t)su->id) | 1,
+        };
+        md_error uerr;
+        int64_t t = mono_ns();
+        if (sc->ops[su->op].run(&u, &uerr) == 0) {
+            sum_ns[su->op] += mono_ns() - t;
+            r->ops[su->op].service_users++;
+        }
+    }
+    for (int j = 0; j < sc->nops; j++)
+        if (r->ops[j].service_users)
+            r->ops[j].service_ms = (double)sum_ns[j] / (double)r->ops[j].service_users / 1e6;
+    if (set_up)
+        pt_scenario_destroy(sc, state);
+    md_db_close(db);
+    free(users);
+    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return rc;
+}
+
 static void result_init(const pt_scenario *sc, const pt_run_opts *o, pt_run_result *r)
 {
     memset(r, 0, sizeof *r);
@@ -443,5 +495,11 @@ out_close:
     md_db_close(db);
 out_rmdir:
     nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    if (rc == 0 && o->service) {
+        md_error serr;
+        md_error_clear(&serr);
+        if (service_times(sc, o, tmp && *tmp ? tmp : "/tmp", r, &serr) != 0)
+            snprintf(r->service_error, sizeof r->service_error, "%.200s", serr.message);
+    }
     return rc;
 }

@@ -117,6 +117,11 @@ typedef struct pt_run_opts {
     /* Called about every 250 ms from the running thread while users run. */
     void (*progress)(void *arg, int64_t done, int64_t total, double elapsed_s);
     void *progress_arg;
+    /* Then measure the service time: on a second fresh database, one
+     * iteration's users run back to back by one client, in their start
+     * order (no waiting, no other client): what an op costs the engine and
+     * the query layer with nothing around it.  false: skip it. */
+    bool service;
 } pt_run_opts;
 
 /* The book's defaults (4 x 50 clients, 25 x 1000 ms, scale 1, journal on). */
@@ -143,6 +148,8 @@ typedef struct pt_op_result {
     char first_error[256];
     pt_hist hist;             /* successful users' latencies */
     pt_figures fig;           /* from hist, ms */
+    double service_ms;        /* mean service time (opts.service; 0: not measured) */
+    int64_t service_users;
 } pt_op_result;
 
 typedef struct pt_run_result {
@@ -157,6 +164,7 @@ typedef struct pt_run_result {
     pt_counters before, after, delta;
     int check_rc;             /* check()'s result (0: the invariants hold) */
     char check_error[256];
+    char service_error[256];  /* the service-time run failed (it is left out) */
     bool ok;                  /* no op error, check passed */
     bool cut_off;             /* max_run_s stopped it before every user ran */
     double max_run_s;

@@ -170,6 +170,7 @@ static bool run_one(rn_run *run, rn_scenario *s, int e, progress_ctx *pc)
     o.engine = run->engines[e];
     o.progress = progress;
     o.progress_arg = pc;
+    o.service = true;
     pc->scenario = s->sc->name;
     pc->engine = o.engine;
     pc->last_line = 0;

@@ -24,6 +24,7 @@ typedef struct rn_scenario {
 typedef struct rn_pattern {
     const pt_pattern *p;
     double sum_ms[2];        /* decisive means, mmapv1 and btree */
+    double svc_ms[2];        /* their service times (pt_run_opts.service), where measured */
     const char *ours;        /* pt_verdict, or NULL when not measured on both */
 } rn_pattern;
 

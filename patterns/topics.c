@@ -401,6 +401,7 @@ static const pt_scenario topics_scenario = {
          .users = 40,
          .decides = true,
          .run = topics_run_fetch,
+         .needs_peers = true, /* it waits for a publisher */
          /* the book prints the minimum as "~0.00" */
          .book_mmap = {44.39, 0.001, 0.003, 0.002, 0.004, 0.02, 0.0, 0.323},
          .book_wt = {45.39, 0.001, 0.004, 0.002, 0.004, 0.020, 0.0, 0.363}},

@@ -13,7 +13,9 @@
  * entry without it was written before decimal128 keys were exact (format
  * 1), and q_catalog_upgrade rebuilds that index at open and records the
  * current format, so no key written the old way is ever compared with a
- * new one.  A format above Q_KEY_FORMAT (a newer build wrote it) is refused.
+ * new one.  A format above Q_KEY_FORMAT (a newer build wrote it) is refused
+ * with CannotCreateIndex; one below 1 or above Q_KEY_FORMAT_PLAUSIBLE is no
+ * format at all: DataCorruptionDetected (mmapv1's catalog has no checksum).
  *
  * A hashed index's entry also has hash: "md5": its keys are MongoDB's hash
  * (q_hash.c).  Entries without it come from before that, when the keys were
@@ -24,6 +26,8 @@
  * commit, so an abort leaves memory and disk agreeing (q_int.h, inv. 2).
  */
 #include <assert.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -518,6 +522,30 @@ int q_catalog_put(md_db *db, eng_txn *t, q_coll *c, md_error *err)
     return rc;
 }
 
+/* A catalog entry whose content is malformed: DataCorruptionDetected,
+ * naming where the engine stores it (mmapv1: the record's file and offset;
+ * its catalog has no checksum, so a flipped byte there arrives here). */
+#define Q_KEY_FORMAT_PLAUSIBLE 255 /* formats a later build could write */
+
+#define ENTRY_CORRUPT(db, key, err, ...) \
+    entry_corrupt_at((db), (key), (err), __FILE__, __LINE__, __VA_ARGS__)
+
+static int entry_corrupt_at(md_db *db, const char *key, md_error *err, const char *file,
+                            int line, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+static int entry_corrupt_at(md_db *db, const char *key, md_error *err, const char *file,
+                            int line, const char *fmt, ...)
+{
+    char what[300], where[ENG_IDENT_MAX + 200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    eng_meta_where(db->eng, key, where, sizeof where);
+    return eng_corrupt_at(err, file, line, "catalog entry %s: %s%s%s", key, what,
+                          where[0] ? ", in the record at " : "", where);
+}
+
 static int load_indexes(md_db *db, q_coll *c, bson_iter_t *arr, md_error *err)
 {
     bson_iter_t it;
@@ -528,16 +556,16 @@ static int load_indexes(md_db *db, q_coll *c, bson_iter_t *arr, md_error *err)
         uint32_t len;
         bson_t spec;
         if (!BSON_ITER_HOLDS_DOCUMENT(&it))
-            return ENG_CORRUPT(err, "catalog entry %s: bad index entry", c->ns);
+            return ENTRY_CORRUPT(db, c->ns, err, "bad index entry");
         bson_iter_recurse(&it, &f);
         if (!bson_iter_find(&f, "spec") || !BSON_ITER_HOLDS_DOCUMENT(&f))
-            return ENG_CORRUPT(err, "catalog entry %s: index without spec", c->ns);
+            return ENTRY_CORRUPT(db, c->ns, err, "index without spec");
         bson_iter_document(&f, &len, &data);
         if (!bson_init_static(&spec, data, len))
-            return ENG_CORRUPT(err, "catalog entry %s: bad index spec", c->ns);
+            return ENTRY_CORRUPT(db, c->ns, err, "bad index spec");
         bson_iter_recurse(&it, &f);
         if (!bson_iter_find(&f, "ident") || !BSON_ITER_HOLDS_UTF8(&f))
-            return ENG_CORRUPT(err, "catalog entry %s: index without ident", c->ns);
+            return ENTRY_CORRUPT(db, c->ns, err, "index without ident");
         q_index *ix = q_index_new(&spec, bson_iter_utf8(&f, NULL));
         coll_add_index(c, ix);
         bson_iter_recurse(&it, &f);
@@ -550,13 +578,21 @@ static int load_indexes(md_db *db, q_coll *c, bson_iter_t *arr, md_error *err)
         ix->key_format = bson_iter_find(&f, "keyFormat") && BSON_ITER_HOLDS_INT32(&f)
                              ? bson_iter_int32(&f)
                              : 1;
-        if (ix->key_format < 1 || ix->key_format > Q_KEY_FORMAT)
+        if (ix->key_format < 1 || ix->key_format > Q_KEY_FORMAT_PLAUSIBLE)
+            return ENTRY_CORRUPT(db, c->ns, err, "index '%s' has key format %d, which no "
+                                 "minidoc writes", ix->name, ix->key_format);
+        if (ix->key_format > Q_KEY_FORMAT) {
+            char where[ENG_IDENT_MAX + 200];
+            eng_meta_where(db->eng, c->ns, where, sizeof where);
             return q_err(err, MD_ENOTSUP, MD_CODE_CANNOT_CREATE_INDEX,
                          "index '%s' of %s has key format %d; this build of minidoc reads "
-                         "formats 1 to %d (a newer minidoc wrote it)",
-                         ix->name, c->ns, ix->key_format, Q_KEY_FORMAT);
+                         "formats 1 to %d (a newer minidoc wrote it%s%s%s)",
+                         ix->name, c->ns, ix->key_format, Q_KEY_FORMAT,
+                         where[0] ? ", or the catalog record at " : "", where,
+                         where[0] ? " is damaged" : "");
+        }
         if (!ix->name[0] || bson_empty(&ix->key))
-            return ENG_CORRUPT(err, "catalog entry %s: malformed index spec", c->ns);
+            return ENTRY_CORRUPT(db, c->ns, err, "malformed index spec");
         int rc = eng_ss_open(db->eng, ix->ident, &ix->ss, err);
         if (rc)
             return q_err_engine(err, rc, "opening an index");
@@ -596,7 +632,7 @@ static int load_one(void *ctx, const char *key, const bson_t *value)
     if (rc) {
         q_err_engine(lc->err, rc, "opening a collection");
     } else if (!bson_iter_init_find(&it, value, "indexes") || !BSON_ITER_HOLDS_ARRAY(&it)) {
-        rc = ENG_CORRUPT(lc->err, "catalog entry %s has no indexes", key);
+        rc = ENTRY_CORRUPT(db, key, lc->err, "no indexes");
     } else {
         rc = load_indexes(db, c, &it, lc->err);
     }

@@ -363,6 +363,7 @@ Test(bt_mvcc, abort_leaves_no_trace)
     eng_rs_stats before, after;
     setup();
     eng_rs_get_stats(RS, &before);
+    int64_t chains = txn_stat("chains"); /* setup's commits, not folded yet */
     eng_txn *t = btb();
     eng_rid r = ins(t, 9);
     cr_assert(r);
@@ -384,7 +385,7 @@ Test(bt_mvcc, abort_leaves_no_trace)
     cr_assert_eq(after.count, before.count);
     cr_assert_eq(after.n_inserts, before.n_inserts);
     cr_assert_eq(after.n_updates, before.n_updates);
-    cr_assert_eq(txn_stat("chains"), 0);
+    cr_assert_eq(txn_stat("chains"), chains);
     cr_assert_geq(txn_stat("aborts"), 1);
     teardown();
 }
@@ -592,8 +593,10 @@ static void *sweep_b(void *arg)
 Test(bt_mvcc, old_versions_are_freed)
 {
     setup();
+    BOK(eng_flush(BE, false, &BERR)); /* the checkpoint folds setup's commits */
     cr_assert_eq(txn_stat("chains"), 0);
     run2(sweep_a, sweep_b);
+    BOK(eng_flush(BE, false, &BERR)); /* no snapshot left: the fold drops them */
     cr_assert_eq(txn_stat("chains"), 0);
     cr_assert_geq(txn_stat("versionsFreed"), 5);
     cr_assert_eq(val_of(R1), 104);

@@ -90,7 +90,7 @@ static uint8_t *bt_doc(uint32_t len, uint32_t seed, bool noise)
     return d;
 }
 
-static bool bt_doc_is(const uint8_t *p, uint32_t l, uint32_t len, uint32_t seed, bool noise)
+static inline bool bt_doc_is(const uint8_t *p, uint32_t l, uint32_t len, uint32_t seed, bool noise)
 {
     uint8_t *d = bt_doc(len, seed, noise);
     bool ok = l == len && memcmp(p, d, len) == 0;
@@ -111,7 +111,7 @@ static eng_rs *bt_rs(const char *ident, const char *compressor, bool create)
     return rs;
 }
 
-static eng_rid bt_ins(eng_rs *rs, eng_txn *t, uint32_t len, uint32_t seed, bool noise)
+static inline eng_rid bt_ins(eng_rs *rs, eng_txn *t, uint32_t len, uint32_t seed, bool noise)
 {
     eng_rid rid;
     uint8_t *d = bt_doc(len, seed, noise);

@@ -30,6 +30,12 @@
  *     document must be valid BSON, and the index scans must agree with the
  *     full scan unless validate reported the damage.
  *
+ * An mmapv1 catalog entry naming a collection or index the .ns file does
+ * not hold, or malformed, fails open with DataCorruptionDetected naming
+ * the catalog record; an index keyFormat a later build could write is
+ * CannotCreateIndex naming the record too (it cannot be told from damage):
+ * the mmapv1_catalog_* tests damage those fields one by one.
+ *
  * The engines' messages are captured (t_log.h) and checked round by round:
  * only a round that flipped a byte in the mmapv1 journal may say "the
  * journal is damaged before its end", naming that file; a btree
@@ -316,6 +322,13 @@ static void check_round(const char *dir, const char *engine, const char *file, c
     md_error err;
     char msg[2048];
     if (md_db_open(dir, o, &db, &err) != 0) {
+        /* mmapv1: an index's keyFormat changed to one a later build could
+         * write cannot be told from that: CannotCreateIndex, naming the
+         * catalog record as possibly damaged (an undetected change) */
+        if (!btree && err.code == MD_CODE_CANNOT_CREATE_INDEX &&
+            strstr(err.message, "key format") && good_error(MD_CODE_DATA_CORRUPTION_DETECTED,
+                                                            err.message, file))
+            _exit(R_UNDETECTED);
         if (!good_error(err.code, err.message, file)) {
             fprintf(stderr, "BADMSG open: code %d: %s\n", err.code, err.message);
             _exit(2);
@@ -674,4 +687,170 @@ Test(corrupt, mmapv1_journal_damage_is_reported)
     md_db_close(db);
     bson_destroy(o);
     nftw(dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Write len bytes at offset k of every occurrence of pat in data file 0
+ * (a catalog field: the live record and any deleted earlier version of
+ * it); returns the offset of the last write. */
+static int64_t patch_data_file(const char *dir, const uint8_t *pat, size_t pn, size_t k,
+                               const void *bytes, size_t len)
+{
+    char path[200];
+    snprintf(path, sizeof path, "%s/test.0", dir);
+    struct stat st;
+    cr_assert_eq(stat(path, &st), 0);
+    uint8_t *img = malloc((size_t)st.st_size);
+    int fd = open(path, O_RDWR);
+    cr_assert(img && fd >= 0 && pread(fd, img, (size_t)st.st_size, 0) == st.st_size);
+    int64_t last = -1;
+    for (int64_t at = 0; at + (int64_t)pn <= st.st_size; at++)
+        if (memcmp(img + at, pat, pn) == 0) {
+            last = at + (int64_t)k;
+            cr_assert_eq(pwrite(fd, bytes, len, last), (ssize_t)len);
+        }
+    close(fd);
+    free(img);
+    cr_assert_geq(last, 0, "pattern not found in %s", path);
+    return last;
+}
+
+/* The bytes of a BSON element: type, field name, then val (vn bytes). */
+static size_t bson_elem(uint8_t *out, uint8_t type, const char *field, const void *val,
+                        size_t vn)
+{
+    size_t fn = strlen(field) + 1;
+    out[0] = type;
+    memcpy(out + 1, field, fn);
+    memcpy(out + 1 + fn, val, vn);
+    return 1 + fn + vn;
+}
+
+/* Flip byte k of the string of every catalog field `field: name`. */
+static int64_t flip_catalog_string(const char *dir, const char *field, const char *name, size_t k)
+{
+    uint8_t val[64], pat[96];
+    uint32_t sl = (uint32_t)strlen(name) + 1;
+    memcpy(val, &sl, 4);
+    memcpy(val + 4, name, sl);
+    size_t pn = bson_elem(pat, BSON_TYPE_UTF8, field, val, 4 + sl);
+    size_t at = pn - sl + k;
+    uint8_t b = pat[at] ^ 0x5a;
+    return patch_data_file(dir, pat, pn, at, &b, 1);
+}
+
+/* A small clean mmapv1 database: collection a with the index v_1. */
+static bson_t *catalog_db(char *dir, size_t dirn)
+{
+    snprintf(dir, dirn, "/tmp/mdcorrupt.XXXXXX");
+    cr_assert(mkdtemp(dir));
+    bson_t *o = corrupt_opts("mmapv1");
+    md_db *db;
+    md_error err;
+    cr_assert_eq(md_db_open(dir, o, &db, &err), 0, "%s", err.message);
+    cmd_ok(db, "{\"createIndexes\": \"a\", \"indexes\": [{\"key\": {\"v\": 1}, \"name\": \"v_1\"}]}");
+    cmd_ok(db, "{\"insert\": \"a\", \"documents\": [{\"_id\": 1, \"v\": 1}, {\"_id\": 2, \"v\": 2}]}");
+    md_db_close(db);
+    return o;
+}
+
+/* Open fails with code, naming the catalog record of data file 0 that
+ * holds offset at, and saying want. */
+static void open_names_record(const char *dir, bson_t *o, int code, int64_t at, const char *want)
+{
+    md_db *db;
+    md_error err;
+    char path[200];
+    cr_assert_neq(md_db_open(dir, o, &db, &err), 0, "open accepted a damaged catalog");
+    cr_assert_eq(err.code, code, "%d: %s", err.code, err.message);
+    snprintf(path, sizeof path, "%s/test.0 offset 0x", dir);
+    const char *p = strstr(err.message, path);
+    cr_assert(p, "the message does not name %s: %s", path, err.message);
+    unsigned rec = 0;
+    cr_assert_eq(sscanf(p + strlen(path), "%x", &rec), 1, "%s", err.message);
+    /* the named record is the one holding the damaged byte */
+    snprintf(path, sizeof path, "%s/test.0", dir);
+    int fd = open(path, O_RDONLY);
+    int32_t len = 0;
+    cr_assert(fd >= 0 && pread(fd, &len, 4, rec) == 4);
+    close(fd);
+    cr_assert(at > (int64_t)rec + 16 && at < (int64_t)rec + len,
+              "the record at 0x%x (%d bytes) does not hold offset 0x%llx: %s", rec, len,
+              (unsigned long long)at, err.message);
+    cr_assert(strstr(err.message, want), "want \"%s\" in: %s", want, err.message);
+}
+
+/* A catalog entry that names a collection or an index the .ns file does
+ * not hold (one flipped byte in the entry's key, the collection's
+ * namespace, or in an index's ident): open refuses with
+ * DataCorruptionDetected naming the catalog record that holds the name --
+ * not NamespaceNotFound / IndexNotFound, which say nothing of damage. */
+static void catalog_name_case(const char *field, const char *name, size_t k)
+{
+    char dir[64], want[64];
+    bson_t *o = catalog_db(dir, sizeof dir);
+    int64_t at = flip_catalog_string(dir, field, name, k);
+    snprintf(want, sizeof want, "%s\"", name + k + 1); /* the name after the flipped byte */
+    open_names_record(dir, o, MD_CODE_DATA_CORRUPTION_DETECTED, at, want);
+    open_names_record(dir, o, MD_CODE_DATA_CORRUPTION_DETECTED, at, "test.ns");
+    bson_destroy(o);
+    nftw(dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+Test(corrupt, mmapv1_catalog_index_ident_damage_is_reported)
+{
+    catalog_name_case("ident", "test.a.$v_1", 0); /* the first byte, as found by the fuzz */
+}
+
+/* The key "test.a" becomes "test.;": still a name of this database, so a
+ * collection to open, which test.ns does not hold.  (A flip that leaves
+ * no "test." prefix makes the entry no collection of this database: the
+ * collection is gone without an error, an undetected change.) */
+Test(corrupt, mmapv1_catalog_collection_key_damage_is_reported)
+{
+    catalog_name_case("k", "test.a", 5);
+}
+
+/* An index entry whose field name "ident" is damaged: the entry has no
+ * ident; open names the catalog record (query/ checks the entry, the
+ * engine says where it is stored). */
+Test(corrupt, mmapv1_catalog_index_entry_damage_is_reported)
+{
+    char dir[64];
+    bson_t *o = catalog_db(dir, sizeof dir);
+    uint8_t val[32], pat[64];
+    uint32_t sl = 12;
+    memcpy(val, &sl, 4);
+    memcpy(val + 4, "test.a.$v_1", 12);
+    size_t pn = bson_elem(pat, BSON_TYPE_UTF8, "ident", val, 16);
+    uint8_t b = 'i' ^ 0x20; /* "Ident" */
+    int64_t at = patch_data_file(dir, pat, pn, 1, &b, 1);
+    open_names_record(dir, o, MD_CODE_DATA_CORRUPTION_DETECTED, at, "index without ident");
+    bson_destroy(o);
+    nftw(dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* keyFormat: a value no minidoc writes is damage; one a later build could
+ * write is CannotCreateIndex, which on mmapv1 (no checksum) also names the
+ * catalog record as possibly damaged. */
+Test(corrupt, mmapv1_catalog_key_format_damage)
+{
+    char dir[64];
+    bson_t *o = catalog_db(dir, sizeof dir);
+    char save[80];
+    snprintf(save, sizeof save, "%s.save", dir);
+    cr_assert_eq(copy_tree(dir, save), 0);
+    int32_t two = 2, bad = 0x10000002, later = 7;
+    uint8_t pat[32];
+    size_t pn = bson_elem(pat, BSON_TYPE_INT32, "keyFormat", &two, 4);
+    int64_t at = patch_data_file(dir, pat, pn, pn - 4, &bad, 4);
+    open_names_record(dir, o, MD_CODE_DATA_CORRUPTION_DETECTED, at,
+                      "has key format 268435458, which no minidoc writes");
+
+    cr_assert_eq(copy_tree(save, dir), 0);
+    at = patch_data_file(dir, pat, pn, pn - 4, &later, 4);
+    open_names_record(dir, o, MD_CODE_CANNOT_CREATE_INDEX, at, "(a newer minidoc wrote it, or "
+                                                               "the catalog record at ");
+    bson_destroy(o);
+    nftw(dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+    nftw(save, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
 }

@@ -21,6 +21,9 @@
  *     every acknowledged one (the failed write is there entirely or not at
  *     all), and the index agrees with the records.
  */
+#include <pthread.h>
+#include <stdint.h>
+
 #include "../crash/crash_util.h"
 #include "fault_io.h"
 #include "../engine/t_log.h"
@@ -281,6 +284,65 @@ Test(faults, btree_failed_checkpoint_stops_writes)
     cr_assert(bson_iter_init_find(&it, &reply, "valid") && bson_iter_as_bool(&it));
     bson_destroy(&reply);
     bson_destroy(v);
+    md_db_close(db);
+    bson_destroy(o);
+    nftw(dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* The log's flush thread writes and fsyncs outside the mutex commits append
+ * under: with its fdatasync held, commits still go through (before, every
+ * commit waited for the fsync under the engine's exclusive latch, a stall
+ * of every reader and writer each commitIntervalMs). */
+static void *release_later(void *arg)
+{
+    volatile int *done = arg;
+    for (int i = 0; i < 1000 && !__atomic_load_n(done, __ATOMIC_ACQUIRE); i++)
+        usleep(10000);
+    bool late = !__atomic_load_n(done, __ATOMIC_ACQUIRE);
+    fio_release_sync();
+    return (void *)(intptr_t)late;
+}
+
+Test(faults, btree_commit_does_not_wait_for_the_log_fsync)
+{
+    char dir[64] = "/tmp/mdfault.XXXXXX", msg[1024];
+    md_db *db;
+    md_error err;
+    cr_assert(mkdtemp(dir));
+    bson_t *o = BCON_NEW("engine", "btree", "btree", "{", "commitIntervalMs", BCON_INT32(10),
+                         "checkpointIntervalSecs", BCON_INT32(3600), "}");
+    cr_assert_eq(md_db_open(dir, o, &db, &err), 0, "open: %s", err.message);
+    fio_hold_sync("/log/btlog.");
+    bson_t *ins = BCON_NEW("insert", "c", "documents", "[", "{", "_id", BCON_INT32(0), "}", "]");
+    cr_assert_eq(cmd_code(db, ins, msg, sizeof msg), 0, "%s", msg);
+    bson_destroy(ins);
+    for (int i = 0; i < 1000 && !fio_sync_held(); i++)
+        usleep(10000);
+    cr_assert(fio_sync_held(), "the flush thread never synced the log");
+    int done = 0;
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, release_later, &done), 0);
+    for (int i = 1; i <= 50; i++) {
+        ins = BCON_NEW("insert", "c", "documents", "[", "{", "_id", BCON_INT32(i), "}", "]");
+        cr_assert_eq(cmd_code(db, ins, msg, sizeof msg), 0, "%s", msg);
+        bson_destroy(ins);
+    }
+    bool still = fio_sync_held();
+    __atomic_store_n(&done, 1, __ATOMIC_RELEASE);
+    void *late;
+    pthread_join(th, &late);
+    cr_assert(!late, "the commits waited for the held fsync");
+    cr_assert(still, "the fsync was released before the commits ended");
+    md_db_close(db);
+    /* and every commit is in the log */
+    bson_t reply;
+    bson_iter_t it;
+    cr_assert_eq(md_db_open(dir, o, &db, &err), 0, "reopen: %s", err.message);
+    bson_t *cnt = BCON_NEW("count", "c");
+    cr_assert_eq(md_db_command(db, cnt, &reply, &err), 0, "%s", err.message);
+    cr_assert(bson_iter_init_find(&it, &reply, "n") && bson_iter_as_int64(&it) == 51);
+    bson_destroy(&reply);
+    bson_destroy(cnt);
     md_db_close(db);
     bson_destroy(o);
     nftw(dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);

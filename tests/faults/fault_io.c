@@ -572,8 +572,61 @@ ssize_t __wrap_pwrite(int fd, const void *buf, size_t n, off_t off)
     return do_write(fd, buf, n, off, true);
 }
 
+/* fio_hold_sync: a sync of a matching path waits here until released. */
+static pthread_mutex_t hold_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hold_cv = PTHREAD_COND_INITIALIZER;
+static char hold_pat[256];
+static bool hold_on, hold_in;
+
+void fio_hold_sync(const char *pattern)
+{
+    pthread_mutex_lock(&hold_mu);
+    snprintf(hold_pat, sizeof hold_pat, "%s", pattern);
+    hold_on = true;
+    pthread_mutex_unlock(&hold_mu);
+}
+
+bool fio_sync_held(void)
+{
+    pthread_mutex_lock(&hold_mu);
+    bool in = hold_in;
+    pthread_mutex_unlock(&hold_mu);
+    return in;
+}
+
+void fio_release_sync(void)
+{
+    pthread_mutex_lock(&hold_mu);
+    hold_on = false;
+    pthread_cond_broadcast(&hold_cv);
+    pthread_mutex_unlock(&hold_mu);
+}
+
+static void hold_point(int fd)
+{
+    char path[512] = "";
+    pthread_mutex_lock(&hold_mu);
+    bool on = hold_on;
+    pthread_mutex_unlock(&hold_mu);
+    if (!on)
+        return;
+    pthread_mutex_lock(&mu);
+    if (fdp(fd))
+        snprintf(path, sizeof path, "%s", fdp(fd));
+    pthread_mutex_unlock(&mu);
+    pthread_mutex_lock(&hold_mu);
+    if (hold_on && strstr(path, hold_pat)) {
+        hold_in = true;
+        while (hold_on)
+            pthread_cond_wait(&hold_cv, &hold_mu);
+        hold_in = false;
+    }
+    pthread_mutex_unlock(&hold_mu);
+}
+
 static int do_sync(int fd, bool data)
 {
+    hold_point(fd);
     pthread_mutex_lock(&mu);
     int e = check_locked(FIO_SYNC, fdp(fd));
     if (!e && fdf(fd) >= 0 && pl_on) {

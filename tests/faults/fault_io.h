@@ -68,6 +68,15 @@ void fio_reset(void);
  */
 int fio_fail(unsigned ops, const char *pattern, long nth, int err, bool sticky);
 
+/*
+ * Hold the next fsync/fdatasync of a path containing `pattern`: the calling
+ * thread waits inside the call until fio_release_sync().  fio_sync_held():
+ * a thread is waiting there now.
+ */
+void fio_hold_sync(const char *pattern);
+bool fio_sync_held(void);
+void fio_release_sync(void);
+
 /* Failures injected so far (all rules). */
 long fio_injected(void);
 

@@ -340,6 +340,29 @@ Test(runner_sim, counters_scenario_on_mmapv1)
     run_counters("mmapv1");
 }
 
+/* The service time: one iteration's users (30 bumps, 10 reads) back to
+ * back on a second database; an op that waits for peers has none. */
+Test(runner_sim, service_time_runs_one_iteration_back_to_back)
+{
+    pt_scenario sc = t_scenario;
+    sc.ops[1].needs_peers = true;
+    pt_run_opts o;
+    t_small_opts(&o, "btree");
+    o.service = true;
+    pt_run_result *r = calloc(1, sizeof *r);
+    md_error err;
+    t_break_check = false;
+    cr_assert_eq(pt_run_scenario(&sc, &o, r, &err), 0, "%s", err.message);
+    cr_assert_str_empty(r->service_error);
+    cr_assert_eq(r->ops[0].service_users, 30);
+    cr_assert_gt(r->ops[0].service_ms, 0.0);
+    cr_assert_lt(r->ops[0].service_ms, r->ops[0].fig.max * 10);
+    cr_assert_eq(r->ops[1].service_users, 0);
+    cr_assert_eq(r->ops[1].service_ms, 0.0);
+    cr_assert_eq(r->ops[0].users, 90, "the timed run is unchanged");
+    free(r);
+}
+
 Test(runner_sim, failing_check_and_failing_op_are_reported)
 {
     pt_run_opts o;
