@@ -80,13 +80,6 @@ int32_t mm_alloc_size_for(const mm_ns_slot *d, int32_t lwh)
 
 /* ---- pointers ------------------------------------------------------------------ */
 
-mm_record *mm_record_at(const mm_engine *e, mm_loc l)
-{
-    if (l.ofs < MM_DFH_SIZE + MM_EXT_HDR || (l.ofs & 3) != 0)
-        return NULL;
-    return (mm_record *)mm_ptr(e, l, MM_REC_HDR);
-}
-
 /* A free record on a free list: in bounds and inside its extent. */
 mm_deleted *mm_deleted_at(const mm_engine *e, mm_loc l)
 {

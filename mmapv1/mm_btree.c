@@ -19,7 +19,8 @@
  *
  * The bucket format, with a worked example, is in mm_int.h.
  *
- * Invariants (checked by mm_bt_validate):
+ * Invariants (checked by mm_bt_validate, in mm_bt_verify.c; the offsets
+ * and the checked bucket readers are in mm_bt_int.h):
  *   1. Entries strictly increase (eng_key_cmp) inside every bucket.
  *   2. Child j of an internal bucket holds entries in [s(j-1), s(j)) and
  *      the right child those >= s(n-1), all within the parent's bounds.
@@ -35,80 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mm_btree.h"
-
-#define BK_MAGIC 0x3154424du /* "MBT1" */
-#define BK_HDR 48
-#define BK_SLOT 20
-#define BK_CAP (MM_BUCKET_SIZE - BK_HDR)
-#define BK_MAX_SLOTS (BK_CAP / BK_SLOT)
-#define BK_FLAG_LEAF 0x01
-#define BT_MAX_LEVEL 32
-
-enum {
-    H_MAGIC = 0,
-    H_LEVEL = 4,
-    H_FLAGS = 5,
-    H_N = 6,
-    H_TOP = 8,
-    H_GARBAGE = 10,
-    H_RESERVED = 12,
-    H_PARENT = 16,
-    H_NEXT = 24,
-    H_PREV = 32,
-    H_RIGHT = 40
-};
-enum { S_KOFS = 0, S_KLEN = 2, S_RID = 4, S_CHILD = 12 };
-
-#define LOC(x) ((unsigned long long)(x))
-/* ENG_CORRUPT, with a result the compiler can see is MD_ECORRUPT. */
-#define BT_CORRUPT(err, ...) (ENG_CORRUPT((err), __VA_ARGS__), MD_ECORRUPT)
-
-/* A bucket whose header passed hdr_problem(); fields cached from it.  p is
- * a view into the pager: it dies with the next alloc (which may remap). */
-typedef struct bt_node {
-    mm_bt_loc loc;
-    uint8_t *p;
-    unsigned level, n, top, garbage;
-} bt_node;
-
-/* The header fields a rebuilt bucket keeps. */
-typedef struct bt_hdr {
-    unsigned level;
-    mm_bt_loc parent, next, prev, right;
-} bt_hdr;
-
-/* An entry or separator; key borrowed from a bucket or a buffer. */
-typedef struct bt_item {
-    const uint8_t *key;
-    uint32_t klen;
-    eng_rid rid;
-    mm_bt_loc child;
-} bt_item;
-
-/* Root-to-leaf path: idx is the child taken (internal) or the lower bound
- * of the target (leaf). */
-typedef struct bt_path {
-    int depth;
-    mm_bt_loc loc[BT_MAX_LEVEL];
-    unsigned idx[BT_MAX_LEVEL];
-} bt_path;
-
-/* Where bt_descend goes: to a key, or along the left or right edge. */
-typedef struct bt_target {
-    const uint8_t *key;
-    uint32_t klen;
-    eng_rid rid;
-    int edge; /* 0: key, -1: leftmost, +1: rightmost */
-} bt_target;
-
-struct mm_bt {
-    mm_bt_pager pg;
-    uint8_t scratch[MM_BUCKET_SIZE];   /* copy of a bucket being rebuilt */
-    bt_item items[BK_MAX_SLOTS + 2];   /* its entries, plus the new one */
-    uint8_t kbuf[MM_BT_KEY_MAX];       /* the caller's key */
-    uint8_t sepkey[MM_BT_KEY_MAX];     /* a separator travelling upwards */
-};
+#include "mm_bt_int.h"
 
 enum { CUR_UNSET, CUR_ON, CUR_BEFORE, CUR_AFTER, CUR_BAD };
 
@@ -124,190 +52,153 @@ struct mm_bt_cursor {
     uint8_t skey[MM_BT_KEY_MAX];
 };
 
-/* ---- little-endian access ------------------------------------------------ */
+/* The key range a bucket's entries lie in, known from the separators its
+ * parent chose it by: [lo, hi), either end missing (NULL) at an edge. */
+typedef struct bt_bounds {
+    const uint8_t *lo, *hi;
+    uint32_t llen, hlen;
+} bt_bounds;
 
-/* Unaligned little-endian loads, one instruction each on x86-64 and arm64
- * (every slot visited by a binary search reads three of them). */
-static inline unsigned get16(const uint8_t *p)
-{
-    uint16_t v;
-    memcpy(&v, p, sizeof v);
-    return le16toh(v);
-}
-
-static inline uint32_t get32(const uint8_t *p)
-{
-    uint32_t v;
-    memcpy(&v, p, sizeof v);
-    return le32toh(v);
-}
-
-static inline uint64_t get64(const uint8_t *p)
-{
-    uint64_t v;
-    memcpy(&v, p, sizeof v);
-    return le64toh(v);
-}
-
-static void put16(uint8_t *p, unsigned v)
-{
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-    put16(p, v & 0xffff);
-    put16(p + 2, v >> 16);
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-    put32(p, (uint32_t)v);
-    put32(p + 4, (uint32_t)(v >> 32));
-}
-
-/* ---- reading buckets ----------------------------------------------------- */
-
-/* Why the header of bucket p is unusable, or NULL if it is sound. */
-static const char *hdr_problem(const uint8_t *p)
-{
-    unsigned level = p[H_LEVEL], flags = p[H_FLAGS], n = get16(p + H_N);
-    unsigned top = get16(p + H_TOP);
-
-    if (get32(p + H_MAGIC) != BK_MAGIC)
-        return "bad magic";
-    if (level >= BT_MAX_LEVEL)
-        return "level out of range";
-    if ((flags & ~BK_FLAG_LEAF) || ((flags & BK_FLAG_LEAF) != 0) != (level == 0))
-        return "flags disagree with level";
-    if (get32(p + H_RESERVED) != 0)
-        return "reserved bytes not zero";
-    if (n > BK_MAX_SLOTS)
-        return "slot count out of range";
-    if (top > MM_BUCKET_SIZE || top < BK_HDR + n * BK_SLOT)
-        return "key area overlaps the slots or leaves the bucket";
-    if (get16(p + H_GARBAGE) > MM_BUCKET_SIZE - top)
-        return "garbage larger than the key area";
-    return NULL;
-}
-
-static int node_load(mm_bt *bt, mm_bt_loc loc, bt_node *nd, md_error *err)
-{
-    uint8_t *p = loc ? bt->pg.page(bt->pg.ctx, loc) : NULL;
-    const char *why;
-
-    if (!p)
-        return BT_CORRUPT(err, "btree: %#llx is not a bucket address", LOC(loc));
-    if ((why = hdr_problem(p)) != NULL)
-        return BT_CORRUPT(err, "btree bucket %#llx: %s", LOC(loc), why);
-    nd->loc = loc;
-    nd->p = p;
-    nd->level = p[H_LEVEL];
-    nd->n = get16(p + H_N);
-    nd->top = get16(p + H_TOP);
-    nd->garbage = get16(p + H_GARBAGE);
-    return 0;
-}
-
-static bt_hdr node_hdr(const bt_node *nd)
-{
-    bt_hdr h = {nd->level, get64(nd->p + H_PARENT), get64(nd->p + H_NEXT),
-                get64(nd->p + H_PREV), get64(nd->p + H_RIGHT)};
-    return h;
-}
-
-/* Why slot i (< n) of a sound bucket is unusable, or NULL. */
-static const char *slot_problem(const bt_node *nd, unsigned i)
+/* Slot i's key, or false when it lies outside the bucket (slot_problem's
+ * key checks; a child pointer is checked by node_child where followed). */
+static inline bool slot_key(const bt_node *nd, unsigned i, const uint8_t **key, uint32_t *klen)
 {
     const uint8_t *s = nd->p + BK_HDR + i * BK_SLOT;
-    unsigned kofs = get16(s + S_KOFS), klen = get16(s + S_KLEN);
-
-    assert(i < nd->n);
-    if (klen > MM_BT_KEY_MAX)
-        return "key longer than 1024 bytes";
-    if (kofs < nd->top || kofs + klen > MM_BUCKET_SIZE)
-        return "key outside the key area";
-    if ((get64(s + S_CHILD) == 0) != (nd->level == 0))
-        return nd->level ? "internal slot without a child" : "leaf slot with a child";
-    if (get64(s + S_CHILD) == nd->loc && nd->level)
-        return "bucket is its own child";
-    return NULL;
+    unsigned kofs = get16(s + S_KOFS), n = get16(s + S_KLEN);
+    if (n > MM_BT_KEY_MAX || kofs < nd->top || kofs + n > MM_BUCKET_SIZE)
+        return false;
+    *key = nd->p + kofs;
+    *klen = n;
+    return true;
 }
 
-static int node_ent(const bt_node *nd, unsigned i, bt_item *e, md_error *err)
+/* Is slot i's entry <= (upper) or < (lower) the target?  1 or 0; -1 when
+ * the slot's key lies outside the bucket. */
+static inline int probe(const bt_node *nd, unsigned i, const bt_target *tg, bool upper)
 {
-    const uint8_t *s = nd->p + BK_HDR + i * BK_SLOT;
-    const char *why;
-
-    if (i >= nd->n)
-        return BT_CORRUPT(err, "btree bucket %#llx: slot %u beyond n=%u", LOC(nd->loc), i,
-                           nd->n);
-    if ((why = slot_problem(nd, i)) != NULL)
-        return BT_CORRUPT(err, "btree bucket %#llx slot %u: %s", LOC(nd->loc), i, why);
-    e->key = nd->p + get16(s + S_KOFS);
-    e->klen = get16(s + S_KLEN);
-    e->rid = (eng_rid)get64(s + S_RID);
-    e->child = get64(s + S_CHILD);
-    return 0;
+    const uint8_t *k;
+    uint32_t klen;
+    if (!slot_key(nd, i, &k, &klen))
+        return -1;
+    int c = key_cmp(k, klen, (eng_rid)get64(nd->p + BK_HDR + i * BK_SLOT + S_RID), tg->key,
+                    tg->klen, tg->rid);
+    return upper ? c <= 0 : c < 0;
 }
 
-/* Child pointer j (0..n; n is the right child) of an internal bucket. */
-static int node_child(const bt_node *nd, unsigned j, mm_bt_loc *child, md_error *err)
+/* Bytes [at, at+8) of a key as a big-endian number, zeros past its end. */
+static uint64_t key_word(const uint8_t *k, uint32_t klen, uint32_t at)
 {
-    bt_item e;
-    int rc;
+    uint64_t v = 0;
+    for (uint32_t i = at; i < at + 8; i++)
+        v = v << 8 | (i < klen ? k[i] : 0);
+    return v;
+}
 
-    assert(nd->level > 0);
-    if (j < nd->n) {
-        if ((rc = node_ent(nd, j, &e, err)) != 0)
-            return rc;
-        *child = e.child;
+/* Where the target should sit among n entries spread over [lo, hi), by
+ * interpolating the first 8 bytes where lo and hi differ; n when the
+ * bounds say nothing (an edge, or no difference in those bytes). */
+static unsigned estimate(unsigned n, const bt_bounds *bd, const bt_target *tg)
+{
+    uint32_t at = 0, m;
+    if (!bd->lo || !bd->hi)
+        return n;
+    m = bd->llen < bd->hlen ? bd->llen : bd->hlen;
+    while (at < m && bd->lo[at] == bd->hi[at])
+        at++;
+    uint64_t a = key_word(bd->lo, bd->llen, at), b = key_word(bd->hi, bd->hlen, at);
+    uint64_t t = key_word(tg->key, tg->klen, at);
+    if (b <= a)
+        return n;
+    if (t <= a || (at > 0 && memcmp(tg->key, bd->lo, at < tg->klen ? at : tg->klen) < 0))
         return 0;
-    }
-    *child = get64(nd->p + H_RIGHT);
-    if (j > nd->n || *child == 0 || *child == nd->loc)
-        return BT_CORRUPT(err, "btree bucket %#llx: bad child %u", LOC(nd->loc), j);
-    return 0;
+    if (t >= b || (at > 0 && memcmp(tg->key, bd->hi, at < tg->klen ? at : tg->klen) > 0))
+        return n - 1;
+    unsigned p = (unsigned)((double)(t - a) / (double)(b - a) * n);
+    return p < n ? p : n - 1;
 }
 
-static int item_cmp(const bt_item *a, const uint8_t *key, uint32_t klen, eng_rid rid)
-{
-    return eng_key_cmp(a->key, a->klen, a->rid, key, klen, rid);
-}
+/*
+ * First slot whose entry is > target (upper) or >= target (lower).
+ *
+ * A bucket of at least BT_INTERP_MIN entries whose key range the parent
+ * gave is searched from an interpolated guess: one probe there, then
+ * probes 1, 2, 4... slots away until the answer is bracketed, then a
+ * binary search of the bracket.  Keys spread evenly over the range
+ * (sequential ids, ObjectIds, timestamps) need two or three probes, close
+ * together, where a binary search makes eight or nine across the slot
+ * array and the key area (two cache misses each); a bad guess costs about
+ * twice the bracket's logarithm.  The answer does not depend on the guess.
+ */
+#define BT_INTERP_MIN 16
 
-/* First slot whose entry is > target (upper) or >= target (lower). */
-static int node_search(const bt_node *nd, const bt_target *tg, bool upper, unsigned *pos,
-                       md_error *err)
+static int node_search(const bt_node *nd, const bt_target *tg, bool upper,
+                       const bt_bounds *bd, unsigned *pos, md_error *err)
 {
-    unsigned lo = 0, hi = nd->n;
+    unsigned lo = 0, hi = nd->n, i = nd->n;
     bt_item e;
-    int rc, c;
+    int r;
 
+    if (bd && nd->n >= BT_INTERP_MIN && (i = estimate(nd->n, bd, tg)) < nd->n) {
+        if ((r = probe(nd, i, tg, upper)) < 0)
+            goto bad;
+        if (r) {
+            lo = i + 1;
+            for (unsigned step = 1, j; (j = i + step) < hi; step *= 2) {
+                if ((r = probe(nd, j, tg, upper)) < 0) {
+                    i = j;
+                    goto bad;
+                }
+                if (!r) {
+                    hi = j;
+                    break;
+                }
+                lo = j + 1;
+            }
+        } else {
+            hi = i;
+            for (unsigned step = 1, j; i >= lo + step; step *= 2) {
+                j = i - step;
+                if ((r = probe(nd, j, tg, upper)) < 0) {
+                    i = j;
+                    goto bad;
+                }
+                if (r) {
+                    lo = j + 1;
+                    break;
+                }
+                hi = j;
+            }
+        }
+    }
     while (lo < hi) {
-        unsigned mid = lo + (hi - lo) / 2;
-        if ((rc = node_ent(nd, mid, &e, err)) != 0)
-            return rc;
-        c = item_cmp(&e, tg->key, tg->klen, tg->rid);
-        if (upper ? c <= 0 : c < 0)
-            lo = mid + 1;
+        i = lo + (hi - lo) / 2;
+        if ((r = probe(nd, i, tg, upper)) < 0)
+            goto bad;
+        if (r)
+            lo = i + 1;
         else
-            hi = mid;
+            hi = i;
     }
     *pos = lo;
     return 0;
+bad:
+    r = node_ent(nd, i, &e, err); /* reports the bad slot */
+    assert(r != 0);
+    return r;
 }
 
 /*
  * Descend from the root towards tg, recording the path; *nd is the leaf.
  * MD_NOTFOUND for an empty tree.  Levels must decrease by one per step,
- * which bounds the loop.
+ * which bounds the loop.  The separators on either side of the child
+ * taken bound the child's keys (bt_bounds, for node_search's guess).
  */
 static int bt_descend(mm_bt *bt, const bt_target *tg, bt_path *path, bt_node *nd,
                       md_error *err)
 {
     mm_bt_loc loc = bt->pg.get_root(bt->pg.ctx);
     unsigned pos, up = 0;
+    bt_bounds bd = {NULL, NULL, 0, 0};
     int rc;
 
     path->depth = 0;
@@ -322,7 +213,7 @@ static int bt_descend(mm_bt *bt, const bt_target *tg, bt_path *path, bt_node *nd
         assert(d < BT_MAX_LEVEL);
         if (tg->edge)
             pos = tg->edge < 0 ? 0 : nd->n;
-        else if ((rc = node_search(nd, tg, nd->level > 0, &pos, err)) != 0)
+        else if ((rc = node_search(nd, tg, nd->level > 0, &bd, &pos, err)) != 0)
             return rc;
         path->loc[d] = loc;
         path->idx[d] = pos;
@@ -331,6 +222,11 @@ static int bt_descend(mm_bt *bt, const bt_target *tg, bt_path *path, bt_node *nd
             return 0;
         if ((rc = node_child(nd, pos, &loc, err)) != 0)
             return rc;
+        /* a separator whose key is out of bounds bounds nothing */
+        if (pos > 0 && !slot_key(nd, pos - 1, &bd.lo, &bd.llen))
+            bd.lo = NULL;
+        if (pos < nd->n && !slot_key(nd, pos, &bd.hi, &bd.hlen))
+            bd.hi = NULL;
         up = nd->level;
     }
 }
@@ -626,7 +522,7 @@ static int node_split(mm_bt *bt, eng_txn *t, bt_node *nd, unsigned pos, const bt
     bool leaf = nd->level == 0;
     unsigned cnt = nd->n + 1, m;
     bt_hdr h, rh;
-    bt_node sib;
+    bt_node sib = {0}; /* (set when used: initialized for the compiler) */
     uint8_t *np;
     int rc;
 
@@ -799,7 +695,7 @@ int mm_bt_insert(mm_bt *bt, eng_txn *t, const uint8_t *key, uint32_t klen, eng_r
 static int leaf_unlink(mm_bt *bt, eng_txn *t, const bt_node *nd)
 {
     mm_bt_loc prev = get64(nd->p + H_PREV), next = get64(nd->p + H_NEXT);
-    bt_node a, b;
+    bt_node a = {0}, b = {0}; /* (set when used: initialized for the compiler) */
     int rc;
 
     if (prev && (rc = node_load(bt, prev, &a, NULL)) != 0)
@@ -925,21 +821,6 @@ typedef struct bt_walker {
     size_t n, cap;
 } bt_walker;
 
-/* Is child pointer j of nd equal to an earlier one? */
-static int child_repeats(const bt_node *nd, unsigned j, mm_bt_loc child, bool *dup)
-{
-    mm_bt_loc other;
-    int rc;
-
-    *dup = false;
-    for (unsigned i = 0; i < j; i++) {
-        if ((rc = node_child(nd, i, &other, NULL)) != 0)
-            return rc;
-        if (other == child)
-            *dup = true;
-    }
-    return 0;
-}
 
 /* Visit every bucket once, children first.  A child must name its parent,
  * sit one level lower and be distinct from its siblings, so that no bucket
@@ -1040,203 +921,6 @@ int64_t mm_bt_entries(mm_bt *bt)
             return BT_CORRUPT(NULL, "btree leaf %#llx: keys out of order", LOC(sib.loc));
         nd = sib;
     }
-}
-
-/* ---- validate ------------------------------------------------------------ */
-
-typedef struct bt_bound {
-    const uint8_t *key; /* NULL: unbounded */
-    uint32_t klen;
-    eng_rid rid;
-} bt_bound;
-
-typedef struct bt_vctx {
-    mm_bt *bt;
-    eng_validate *v;
-    mm_bt_loc root;
-    mm_bt_loc *leaves; /* in key order */
-    size_t nleaves, cap;
-    int64_t entries;
-    int rc;
-    uint8_t used[MM_BUCKET_SIZE]; /* key bytes claimed by a slot */
-} bt_vctx;
-
-static void val_bucket(bt_vctx *vc, mm_bt_loc loc, mm_bt_loc parent, int level,
-                       const bt_bound *lo, const bt_bound *hi);
-
-/* Header, level, parent and link fields; nonzero to stop at this bucket. */
-static int val_header(bt_vctx *vc, mm_bt_loc loc, mm_bt_loc parent, int level, bt_node *nd)
-{
-    uint8_t *p = loc ? vc->bt->pg.page(vc->bt->pg.ctx, loc) : NULL;
-    const char *why;
-
-    if (!p) {
-        eng_validate_error(vc->v, "btree: child %#llx of bucket %#llx is not a bucket",
-                           LOC(loc), LOC(parent));
-        return 1;
-    }
-    if ((why = hdr_problem(p)) != NULL) {
-        eng_validate_error(vc->v, "btree bucket %#llx: %s", LOC(loc), why);
-        return 1;
-    }
-    node_load(vc->bt, loc, nd, NULL);
-    if ((level >= 0 && nd->level != (unsigned)level) || get64(p + H_PARENT) != parent) {
-        eng_validate_error(vc->v, "btree bucket %#llx: level %u parent %#llx, expected "
-                           "level %d parent %#llx", LOC(loc), nd->level,
-                           LOC(get64(p + H_PARENT)), level, LOC(parent));
-        return 1;
-    }
-    if (nd->level ? get64(p + H_NEXT) || get64(p + H_PREV) : get64(p + H_RIGHT) != 0)
-        eng_validate_error(vc->v, "btree bucket %#llx: %s", LOC(loc),
-                           nd->level ? "internal bucket with sibling links"
-                                     : "leaf with a right child");
-    return 0;
-}
-
-/* Slot bounds, key overlap and free-space accounting. */
-static int val_slots(bt_vctx *vc, const bt_node *nd)
-{
-    size_t sum = 0;
-    const char *why;
-
-    memset(vc->used, 0, sizeof vc->used);
-    for (unsigned i = 0; i < nd->n; i++) {
-        const uint8_t *s = nd->p + BK_HDR + i * BK_SLOT;
-        unsigned kofs = get16(s + S_KOFS), klen = get16(s + S_KLEN);
-        if ((why = slot_problem(nd, i)) != NULL) {
-            eng_validate_error(vc->v, "btree bucket %#llx slot %u: %s", LOC(nd->loc), i, why);
-            return 1;
-        }
-        for (unsigned b = kofs; b < kofs + klen; b++) {
-            if (vc->used[b]++) {
-                eng_validate_error(vc->v, "btree bucket %#llx slot %u: key overlaps another",
-                                   LOC(nd->loc), i);
-                return 1;
-            }
-        }
-        sum += klen;
-    }
-    if (sum + nd->garbage != MM_BUCKET_SIZE - nd->top)
-        eng_validate_error(vc->v, "btree bucket %#llx: keys %zu + garbage %u != key area %u",
-                           LOC(nd->loc), sum, nd->garbage, MM_BUCKET_SIZE - nd->top);
-    return 0;
-}
-
-/* Entries strictly increasing and inside [lo, hi). */
-static void val_order(bt_vctx *vc, const bt_node *nd, const bt_bound *lo, const bt_bound *hi)
-{
-    bt_item a = {NULL, 0, 0, 0}, b;
-
-    for (unsigned i = 0; i < nd->n; i++) {
-        node_ent(nd, i, &b, NULL);
-        if (i > 0 && item_cmp(&a, b.key, b.klen, b.rid) >= 0)
-            eng_validate_error(vc->v, "btree bucket %#llx: slot %u out of order",
-                               LOC(nd->loc), i);
-        if ((i == 0 && lo->key && item_cmp(&b, lo->key, lo->klen, lo->rid) < 0) ||
-            (i == nd->n - 1 && hi->key && item_cmp(&b, hi->key, hi->klen, hi->rid) >= 0))
-            eng_validate_error(vc->v, "btree bucket %#llx: slot %u outside its "
-                               "parent's separators", LOC(nd->loc), i);
-        a = b;
-    }
-}
-
-static void val_leaf(bt_vctx *vc, const bt_node *nd)
-{
-    if (nd->n == 0 && nd->loc != vc->root)
-        eng_validate_error(vc->v, "btree leaf %#llx: empty", LOC(nd->loc));
-    vc->entries += nd->n;
-    if (vc->nleaves == vc->cap) {
-        size_t cap = vc->cap ? vc->cap * 2 : 64;
-        mm_bt_loc *l = realloc(vc->leaves, cap * sizeof *l);
-        if (!l) {
-            vc->rc = MD_ENOMEM;
-            return;
-        }
-        vc->leaves = l;
-        vc->cap = cap;
-    }
-    vc->leaves[vc->nleaves++] = nd->loc;
-}
-
-static void val_children(bt_vctx *vc, const bt_node *nd, const bt_bound *lo,
-                         const bt_bound *hi)
-{
-    mm_bt_loc child;
-    bt_bound clo = *lo, chi;
-    bt_item s;
-    bool dup;
-
-    for (unsigned j = 0; j <= nd->n && !vc->rc; j++) {
-        if (node_child(nd, j, &child, NULL) != 0) {
-            eng_validate_error(vc->v, "btree bucket %#llx: bad child %u", LOC(nd->loc), j);
-            continue;
-        }
-        if (child_repeats(nd, j, child, &dup) != 0 || dup) {
-            eng_validate_error(vc->v, "btree bucket %#llx: child %u repeats", LOC(nd->loc), j);
-            continue;
-        }
-        chi = *hi;
-        if (j < nd->n) {
-            node_ent(nd, j, &s, NULL);
-            chi = (bt_bound){s.key, s.klen, s.rid};
-        }
-        val_bucket(vc, child, nd->loc, (int)nd->level - 1, &clo, &chi);
-        clo = chi;
-    }
-}
-
-static void val_bucket(bt_vctx *vc, mm_bt_loc loc, mm_bt_loc parent, int level,
-                       const bt_bound *lo, const bt_bound *hi)
-{
-    bt_node nd;
-
-    if (val_header(vc, loc, parent, level, &nd) || val_slots(vc, &nd))
-        return;
-    val_order(vc, &nd, lo, hi);
-    if (nd.level == 0)
-        val_leaf(vc, &nd);
-    else
-        val_children(vc, &nd, lo, hi);
-}
-
-/* The sibling chain must list exactly the leaves, in key order. */
-static void val_chain(bt_vctx *vc)
-{
-    for (size_t i = 0; i < vc->nleaves; i++) {
-        const uint8_t *p = vc->bt->pg.page(vc->bt->pg.ctx, vc->leaves[i]);
-        mm_bt_loc prev = i ? vc->leaves[i - 1] : 0;
-        mm_bt_loc next = i + 1 < vc->nleaves ? vc->leaves[i + 1] : 0;
-        if (get64(p + H_PREV) != prev || get64(p + H_NEXT) != next)
-            eng_validate_error(vc->v, "btree leaf %#llx: sibling links %#llx/%#llx, expected "
-                               "%#llx/%#llx", LOC(vc->leaves[i]), LOC(get64(p + H_PREV)),
-                               LOC(get64(p + H_NEXT)), LOC(prev), LOC(next));
-    }
-}
-
-int mm_bt_validate(mm_bt *bt, eng_validate *v)
-{
-    bt_bound none = {NULL, 0, 0};
-    bt_vctx *vc;
-    int rc, errors;
-
-    assert(bt && v);
-    if (!(vc = calloc(1, sizeof *vc)))
-        return MD_ENOMEM;
-    vc->bt = bt;
-    vc->v = v;
-    vc->root = bt->pg.get_root(bt->pg.ctx);
-    errors = v->nerrors;
-    if (vc->root)
-        val_bucket(vc, vc->root, 0, -1, &none, &none);
-    if (!vc->rc)
-        val_chain(vc);
-    if (!vc->rc && v->nerrors == errors && mm_bt_entries(bt) != vc->entries)
-        eng_validate_error(v, "btree: leaf chain count differs from tree count %lld",
-                           (long long)vc->entries);
-    rc = vc->rc;
-    free(vc->leaves);
-    free(vc);
-    return rc;
 }
 
 /* ---- open / close -------------------------------------------------------- */

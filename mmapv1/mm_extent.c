@@ -62,18 +62,6 @@ int32_t mm_extent_followup_size(const mm_engine *e, int32_t len, int32_t last_le
     return q;
 }
 
-mm_extent *mm_extent_at(const mm_engine *e, mm_loc l)
-{
-    if (l.ofs < MM_DFH_SIZE || (l.ofs & 0xfff) != 0)
-        return NULL;
-    mm_extent *x = (mm_extent *)mm_ptr(e, l, MM_EXT_HDR);
-    if (!x || x->magic != MM_EXTENT_MAGIC || !mm_loc_eq(x->my_loc, l))
-        return NULL;
-    if (x->length < MM_MIN_EXTENT || (int64_t)l.ofs + x->length > e->files[l.a].len)
-        return NULL;
-    return x;
-}
-
 /* ---- the per-file extent free lists ---------------------------------------- */
 
 typedef struct pick {
@@ -162,6 +150,7 @@ static mm_loc create_in_file(mm_engine *e, mm_txn *t, int n, int32_t size)
     mm_wloc(t, &h->unused, mm_loc_make(n, l.ofs + size));
     mm_w32(t, &h->unused_length, h->unused_length - size);
     mm_extent *x = (mm_extent *)mm_ptr(e, l, MM_EXT_HDR);
+    assert(x);
     mm_writing(t, x, sizeof *x);
     memset(x, 0, sizeof *x);
     x->magic = MM_EXTENT_MAGIC;

@@ -160,16 +160,6 @@ int64_t mm_file_len(const mm_engine *e, int32_t file)
     return file >= 0 && file < e->nfiles ? e->files[file].len : -1;
 }
 
-uint8_t *mm_ptr(const mm_engine *e, mm_loc l, int64_t len)
-{
-    if (l.a < 0 || l.a >= e->nfiles || l.ofs < 0 || len < 0)
-        return NULL;
-    const mm_file *f = &e->files[l.a];
-    if ((int64_t)l.ofs + len > f->len)
-        return NULL;
-    return f->map + l.ofs;
-}
-
 mm_dfh *mm_dfh_at(const mm_engine *e, int n)
 {
     assert(n >= 0 && n < e->nfiles);

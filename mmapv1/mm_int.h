@@ -604,8 +604,18 @@ int64_t mm_file_len(const mm_engine *e, int32_t file);
 int mm_fsync_dir(const char *dir);
 /* Set or clear MM_NSF_NOJOURNAL in the .ns file with pwrite + fdatasync. */
 int mm_ns_set_flags(mm_engine *e, uint32_t flags);
-/* Pointer to [l.ofs, l.ofs + len) of data file l.a, or NULL if outside. */
-uint8_t *mm_ptr(const mm_engine *e, mm_loc l, int64_t len);
+/* Pointer to [l.ofs, l.ofs + len) of data file l.a, or NULL if outside.
+ * Inline, as the other pointer checks below: every point read and write
+ * goes through several of them. */
+static inline uint8_t *mm_ptr(const mm_engine *e, mm_loc l, int64_t len)
+{
+    if (l.a < 0 || l.a >= e->nfiles || l.ofs < 0 || len < 0)
+        return NULL;
+    const mm_file *f = &e->files[l.a];
+    if ((int64_t)l.ofs + len > f->len)
+        return NULL;
+    return f->map + l.ofs;
+}
 mm_dfh *mm_dfh_at(const mm_engine *e, int n);
 /* Which mapping holds p: data file number or MM_NS_FILENO, and offset. */
 bool mm_ptr_locate(const mm_engine *e, const void *p, int32_t *file, int64_t *ofs);
@@ -615,7 +625,11 @@ int64_t mm_total_bytes(const mm_engine *e);
 /* ---- mm_ns.c: namespace hash table and the catalog ---------------------- */
 uint32_t mm_ns_hash(const char *name);
 mm_ns_header *mm_ns_header_of(const mm_engine *e);
-mm_ns_slot *mm_ns_at(const mm_engine *e, int32_t slot);
+static inline mm_ns_slot *mm_ns_at(const mm_engine *e, int32_t slot)
+{
+    assert(slot >= 1 && (uint32_t)slot <= e->nslots);
+    return (mm_ns_slot *)(e->ns.map + (int64_t)slot * MM_NS_SLOT_SIZE);
+}
 int32_t mm_ns_find(const mm_engine *e, const char *name); /* -1 if absent */
 int mm_ns_add(mm_engine *e, mm_txn *t, const char *name, int kind, int32_t *slot,
               md_error *err);
@@ -642,7 +656,17 @@ int32_t mm_extent_initial_size(const mm_engine *e, int32_t len);
 int32_t mm_extent_followup_size(const mm_engine *e, int32_t len, int32_t last_len);
 /* The extent header at l, or NULL unless it is in bounds with the right
  * magic, myLoc and a length that fits in the file. */
-mm_extent *mm_extent_at(const mm_engine *e, mm_loc l);
+static inline mm_extent *mm_extent_at(const mm_engine *e, mm_loc l)
+{
+    if (l.ofs < MM_DFH_SIZE || (l.ofs & 0xfff) != 0)
+        return NULL;
+    mm_extent *x = (mm_extent *)mm_ptr(e, l, MM_EXT_HDR);
+    if (!x || x->magic != MM_EXTENT_MAGIC || !mm_loc_eq(x->my_loc, l))
+        return NULL;
+    if (x->length < MM_MIN_EXTENT || (int64_t)l.ofs + x->length > e->files[l.a].len)
+        return NULL;
+    return x;
+}
 int mm_extent_alloc(mm_engine *e, mm_txn *t, bool capped, int32_t size, mm_loc *out,
                     md_error *err);
 int mm_extent_free(mm_engine *e, mm_txn *t, mm_loc l);
@@ -667,7 +691,12 @@ int32_t mm_quantize(int32_t size);
 bool mm_is_quantized(int32_t size);
 int mm_strategy(const mm_ns_slot *d); /* enum eng_alloc */
 int32_t mm_alloc_size_for(const mm_ns_slot *d, int32_t len_with_headers);
-mm_record *mm_record_at(const mm_engine *e, mm_loc l);
+static inline mm_record *mm_record_at(const mm_engine *e, mm_loc l)
+{
+    if (l.ofs < MM_DFH_SIZE + MM_EXT_HDR || (l.ofs & 3) != 0)
+        return NULL;
+    return (mm_record *)mm_ptr(e, l, MM_REC_HDR);
+}
 mm_deleted *mm_deleted_at(const mm_engine *e, mm_loc l);
 void mm_add_deleted(mm_engine *e, mm_txn *t, int32_t slot, mm_loc l);
 int mm_alloc_record(mm_engine *e, mm_txn *t, int32_t slot, int32_t len, mm_loc *out,
@@ -769,9 +798,11 @@ int mm_journal_open(mm_engine *e, const mm_jopts *o, uint64_t last_seq, int64_t 
 /* Stop the thread, flush everything, remove the journal files (clean). */
 void mm_journal_close(mm_engine *e);
 /* Commit t's intents: append them to the group-commit buffer; durable:
- * write and fsync the section before returning. */
-int mm_journal_commit(mm_engine *e, mm_txn *t, bool durable, md_error *err);
-/* After a commit (no transaction open): remap the private view if it grew. */
+ * write and fsync the section before returning.  *remap: the private view
+ * has grown past MM_J_REMAP_BYTES (decided under the same lock). */
+int mm_journal_commit(mm_engine *e, mm_txn *t, bool durable, bool *remap, md_error *err);
+/* After a commit that set *remap (no transaction open): remap the private
+ * view. */
 void mm_journal_after_commit(mm_engine *e);
 int mm_journal_flush(mm_engine *e, bool sync, md_error *err);
 int mm_journal_failed(mm_engine *e); /* 0 or the error that stopped writes */

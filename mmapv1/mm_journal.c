@@ -47,7 +47,7 @@ struct mm_journal {
     mm_jbuf pend;
     int64_t cow_bytes;
     bool stop;
-    int failed;
+    int failed;     /* set under mu (atomic store); mm_journal_failed reads it without */
     char emsg[600]; /* what failed: "cannot write DIR/journal/j._3: ..." */
     /* under wmu */
     mm_jbuf spare;
@@ -495,8 +495,8 @@ static void jfiles_trim(mm_engine *e)
 static void set_failed(mm_journal *j, int rc)
 {
     pthread_mutex_lock(&j->mu);
-    if (!j->failed)
-        j->failed = rc;
+    if (!j->failed) /* atomic: mm_journal_failed reads it without the lock */
+        __atomic_store_n(&j->failed, rc, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&j->mu);
     eng_log("mmapv1: journal write failed (%s); refusing further writes", j->emsg);
 }
@@ -708,16 +708,14 @@ void mm_journal_close(mm_engine *e)
     e->j = NULL;
 }
 
+/* Read without the lock (every write transaction's begin asks): failed is
+ * set once, under it, with an atomic store, and never cleared. */
 int mm_journal_failed(mm_engine *e)
 {
-    mm_journal *j = e->j;
-    pthread_mutex_lock(&j->mu);
-    int rc = j->failed;
-    pthread_mutex_unlock(&j->mu);
-    return rc;
+    return __atomic_load_n(&e->j->failed, __ATOMIC_ACQUIRE);
 }
 
-int mm_journal_commit(mm_engine *e, mm_txn *t, bool durable, md_error *err)
+int mm_journal_commit(mm_engine *e, mm_txn *t, bool durable, bool *remap, md_error *err)
 {
     mm_journal *j = e->j;
     pthread_mutex_lock(&j->mu);
@@ -730,6 +728,7 @@ int mm_journal_commit(mm_engine *e, mm_txn *t, bool durable, md_error *err)
             j->cow_bytes += w->len;
         }
     }
+    *remap = j->cow_bytes > MM_J_REMAP_BYTES;
     bool now = durable || j->pend.len > MM_J_EARLY_BYTES;
     pthread_mutex_unlock(&j->mu);
     if (rc)
@@ -763,14 +762,8 @@ static void remap_private(mm_engine *e)
 
 void mm_journal_after_commit(mm_engine *e)
 {
-    mm_journal *j = e->j;
     assert(!e->txn);
-    if (!e->journal)
-        return;
-    pthread_mutex_lock(&j->mu);
-    bool due = j->cow_bytes > MM_J_REMAP_BYTES;
-    pthread_mutex_unlock(&j->mu);
-    if (due)
+    if (e->journal)
         remap_private(e);
 }
 

@@ -31,12 +31,6 @@ mm_ns_header *mm_ns_header_of(const mm_engine *e)
     return (mm_ns_header *)e->ns.map;
 }
 
-mm_ns_slot *mm_ns_at(const mm_engine *e, int32_t slot)
-{
-    assert(slot >= 1 && (uint32_t)slot <= e->nslots);
-    return (mm_ns_slot *)(e->ns.map + (int64_t)slot * MM_NS_SLOT_SIZE);
-}
-
 static bool slot_live(const mm_ns_slot *d)
 {
     return d->hash > 1;

@@ -187,13 +187,14 @@ int mm_txn_commit(eng_txn *tx, bool durable, md_error *err)
     mm_engine *e = mm_E(tx->engine);
     mm_txn *t = mm_T(tx, e);
     int rc;
+    bool remap = false;
     if (e->journal)
-        rc = t->n ? mm_journal_commit(e, t, durable, err) : 0;
+        rc = t->n ? mm_journal_commit(e, t, durable, &remap, err) : 0;
     else
         rc = durable ? sync_intents(t, err) : 0;
     e->meta_dirty = false;
     txn_free(t);
-    if (e->journal)
+    if (remap)
         mm_journal_after_commit(e);
     return rc;
 }

@@ -260,6 +260,8 @@ int q_update_inplace(const q_update *u, const bson_t *doc, q_buf *src, q_damages
 void q_damages_patch(const q_damages *d, const uint8_t *src, uint8_t *dst);
 /* Can u change the value at dotted `path` (or under it, or above it)? */
 bool q_update_affects(const q_update *u, const char *path);
+/* A number no other parsed update in the process has (or had). */
+uint64_t q_update_serial(const q_update *u);
 
 /* ---- index keys (q_key.c) ------------------------------------------------ */
 /*

@@ -167,6 +167,8 @@ const char *md_db_name(const md_db *db)
 struct md_collection {
     md_db *db;
     char name[ENG_IDENT_MAX];
+    bool ns_ok; /* q_ns_make accepted db.name when the handle was made
+                   (both fixed for the handle's life) */
 };
 
 md_collection *md_db_get_collection(md_db *db, const char *name)
@@ -175,6 +177,8 @@ md_collection *md_db_get_collection(md_db *db, const char *name)
     assert(c && db && name);
     c->db = db;
     snprintf(c->name, sizeof c->name, "%s", name);
+    char ns[ENG_IDENT_MAX];
+    c->ns_ok = q_ns_make(db, c->name, ns, NULL) == 0;
     return c;
 }
 
@@ -340,7 +344,7 @@ static int typed_write_enter(md_collection *coll, int mode, md_error *err)
 {
     char ns[ENG_IDENT_MAX];
     q_op_enter(coll->db, mode, mode == Q_OP_CREATE ? coll->name : NULL, true);
-    int rc = q_ns_make(coll->db, coll->name, ns, err);
+    int rc = coll->ns_ok ? 0 : q_ns_make(coll->db, coll->name, ns, err);
     return rc ? rc : q_write_allowed(coll->db, err);
 }
 

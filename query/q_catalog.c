@@ -312,8 +312,10 @@ static void options_normalize_capped(const bson_t *in, int64_t size, int64_t max
 q_index *q_index_new(const bson_t *spec, const char *ident)
 {
     bson_iter_t it;
+    static uint64_t serials;
     q_index *ix = q_zalloc(sizeof *ix);
     assert(ix);
+    ix->serial = __atomic_add_fetch(&serials, 1, __ATOMIC_RELAXED);
     ix->since_ms = q_now_ms();
     bson_copy_to(spec, &ix->spec);
     bson_init(&ix->key);

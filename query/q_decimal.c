@@ -314,12 +314,58 @@ void q_key_number_ld(q_buf *b, long double v)
         invert_from(b, start);
 }
 
+/* The key of a nonzero binary number, sign neg and magnitude u * 2^sh,
+ * with integer arithmetic only: the bytes q_key_number_ld gives the same
+ * value (frexp's e is u's bit length + sh, and m * 2^64 is u shifted up to
+ * bit 63), without the long double work every _id lookup would pay. */
+static void key_binary(q_buf *b, bool neg, uint64_t u, int sh)
+{
+    int z = __builtin_clzll(u);
+    uint64_t mant = u << z;
+    unsigned e = (unsigned)(64 - z + sh + 32768);
+    uint8_t k[11];
+    k[0] = neg ? 0x03 : 0x05;
+    k[1] = (uint8_t)(e >> 8);
+    k[2] = (uint8_t)e;
+    for (int i = 0; i < 8; i++)
+        k[3 + i] = (uint8_t)(mant >> (56 - 8 * i));
+    if (neg)
+        for (int i = 1; i < 11; i++)
+            k[i] = (uint8_t)~k[i];
+    q_buf_append(b, k, sizeof k);
+}
+
+static void key_int(q_buf *b, int64_t v)
+{
+    if (v == 0)
+        q_buf_putc(b, 0x04);
+    else
+        key_binary(b, v < 0, v < 0 ? 0 - (uint64_t)v : (uint64_t)v, 0);
+}
+
+static void key_double(q_buf *b, double v)
+{
+    uint64_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    unsigned ex = (unsigned)(bits >> 52) & 0x7ff;
+    uint64_t frac = bits & ((1ull << 52) - 1);
+    bool neg = bits >> 63;
+    if (ex == 0x7ff) /* NaN, infinities */
+        q_key_number_ld(b, (long double)v);
+    else if (ex == 0 && frac == 0)
+        q_buf_putc(b, 0x04); /* +0 and -0 */
+    else if (ex == 0)
+        key_binary(b, neg, frac, -1074); /* subnormal */
+    else
+        key_binary(b, neg, frac | 1ull << 52, (int)ex - 1075);
+}
+
 void q_key_number(q_buf *b, const bson_iter_t *it)
 {
     switch (bson_iter_type(it)) {
-    case BSON_TYPE_INT32: q_key_number_ld(b, (long double)bson_iter_int32(it)); break;
-    case BSON_TYPE_INT64: q_key_number_ld(b, (long double)bson_iter_int64(it)); break;
-    case BSON_TYPE_DOUBLE: q_key_number_ld(b, (long double)bson_iter_double(it)); break;
+    case BSON_TYPE_INT32: key_int(b, bson_iter_int32(it)); break;
+    case BSON_TYPE_INT64: key_int(b, bson_iter_int64(it)); break;
+    case BSON_TYPE_DOUBLE: key_double(b, bson_iter_double(it)); break;
     default: {
         bson_decimal128_t d;
         bson_iter_decimal128(it, &d);

@@ -30,8 +30,8 @@ bool q_idhack_query(const bson_t *filter, bson_iter_t *id)
         strcmp(bson_iter_key(&it), "_id") != 0)
         return false;
     bson_iter_t val = it;
-    if (bson_iter_next(&it))
-        return false; /* a second field */
+    if (it.next_off != filter->len - 1)
+        return false; /* a second field (the terminator is not next) */
     switch (bson_iter_type(&val)) {
     case BSON_TYPE_ARRAY: case BSON_TYPE_REGEX: case BSON_TYPE_NULL:
     case BSON_TYPE_UNDEFINED: case BSON_TYPE_MINKEY: case BSON_TYPE_MAXKEY:

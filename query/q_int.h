@@ -79,6 +79,7 @@ typedef struct q_index {
     struct q_geo_params *gp; /* 2d / 2dsphere: the geo parameters, owned
                                 (q_geo.h); NULL for other indexes */
     eng_ss *ss;
+    uint64_t serial; /* unique in the process, never reused (q_index_new) */
     /* $indexStats: index scans opened on it (Q_COUNT) since since_ms (when
      * this handle was made: the index's creation or the database's open) */
     int64_t accesses, since_ms;

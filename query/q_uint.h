@@ -54,6 +54,7 @@ struct q_update {
     size_t naf;
     bool replacement;
     bool nocache; /* q_update_acquire(cache: false): q_update_release destroys it */
+    uint64_t serial; /* unique in the process, never reused (q_update_new_af) */
     q_unode *root;
     q_rename *rename;
     size_t nrename, caprename;

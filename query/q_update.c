@@ -513,8 +513,10 @@ int q_update_new_af(const bson_t *update, const bson_t *filters, q_update **out,
     assert(update && out);
     *out = NULL;
     q_arena a = {NULL};
+    static uint64_t serials;
     q_update *u = q_arena_alloc_aligned(&a, sizeof *u, BSON_ALIGNOF(bson_t));
     u->arena = a;
+    u->serial = __atomic_add_fetch(&serials, 1, __ATOMIC_RELAXED);
     uint8_t *copy = q_arena_alloc(&u->arena, update->len);
     memcpy(copy, bson_get_data(update), update->len);
     u->doc = q_arena_alloc_aligned(&u->arena, sizeof *u->doc, BSON_ALIGNOF(bson_t));

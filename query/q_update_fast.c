@@ -17,11 +17,14 @@
  *                      identical update document.
  *
  * Each leaf computes its new element with the same function the general
- * path uses (q_uleaf_existing), so the two cannot disagree on a value; any
+ * path uses (q_uleaf_existing; a $inc or $mul that keeps an int32, int64
+ * or double's type writes only the value bytes, from the same q_num_arith:
+ * ip_arith), so the two cannot disagree on a value; any
  * error, a missing field, an array on the way, a size change, or an
  * operator that is not size-preserving by nature sends the update to the
  * general path, which then reports exactly what it always did.
  */
+#include <endian.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +35,8 @@
 
 typedef struct ip_state {
     q_uctx c;
+    const bson_t *doc;
+    bool id_known;       /* c.has_id and c.id are set */
     const uint8_t *base; /* the document's first byte */
     q_buf *src;
     q_damages *dmg;
@@ -69,6 +74,51 @@ static void dmg_diff(ip_state *st, size_t s, uint32_t dst, uint32_t len)
             dmg_push(st->dmg, (uint32_t)s + i, dst + i, 1);
 }
 
+/* A number of a type whose value is held as-is in a q_num (int32, int64,
+ * double), read from its bytes; false for any other type. */
+static bool ip_num(const bson_iter_t *e, q_num *x)
+{
+    const uint8_t *v = e->raw + e->d1;
+    x->t = bson_iter_type(e);
+    switch (x->t) {
+    case BSON_TYPE_INT32: memcpy(&x->i32, v, 4); x->i32 = (int32_t)le32toh((uint32_t)x->i32); return true;
+    case BSON_TYPE_INT64: memcpy(&x->i64, v, 8); x->i64 = (int64_t)le64toh((uint64_t)x->i64); return true;
+    case BSON_TYPE_DOUBLE: memcpy(&x->d, v, 8); return true;
+    default: return false;
+    }
+}
+
+/*
+ * $inc / $mul of an int32, int64 or double by one of these, when the
+ * result keeps the element's type: only the value bytes are written (into
+ * src) and compared.  The arithmetic is the general leaf's own
+ * (q_num_arith, with its operand order), so the two cannot disagree; a
+ * type change, an overflow, a decimal or the _id path returns false, and
+ * the general leaf (q_uleaf_existing) decides as it always did.
+ */
+static bool ip_arith(ip_state *st, const q_unode *k, const bson_iter_t *e)
+{
+    q_num a, x, r;
+    if ((k->op != QU_INC && k->op != QU_MUL) || !ip_num(&k->arg, &a) || !ip_num(e, &x) ||
+        (strncmp(k->full, "_id", 3) == 0 && (k->full[3] == '\0' || k->full[3] == '.')) ||
+        !q_num_arith(k->op == QU_MUL, &a, &x, &r) || r.t != x.t)
+        return false;
+    if (q_num_identical(&r, &x))
+        return true;
+    size_t at = st->src->len;
+    uint32_t n = x.t == BSON_TYPE_INT32 ? 4 : 8;
+    uint64_t bits;
+    if (x.t == BSON_TYPE_INT32)
+        bits = (uint32_t)r.i32;
+    else if (x.t == BSON_TYPE_INT64)
+        bits = (uint64_t)r.i64;
+    else
+        memcpy(&bits, &r.d, sizeof bits);
+    q_bw_le(st->src, bits, (int)n);
+    dmg_diff(st, at, (uint32_t)(e->raw + e->d1 - st->base), n);
+    return true;
+}
+
 /* Apply the children of n to the object whose elements `it` walks; false:
  * not in place. */
 static bool ip_obj(ip_state *st, const q_unode *n, const bson_iter_t *obj)
@@ -88,6 +138,14 @@ static bool ip_obj(ip_state *st, const q_unode *n, const bson_iter_t *obj)
         }
         if (!ip_op(k->op))
             return false;
+        if (ip_arith(st, k, &e))
+            continue;
+        /* the old _id is needed only by a leaf on the _id path (check_id);
+         * error messages do not matter here (an error falls back) */
+        if (!st->id_known && strncmp(k->full, "_id", 3) == 0) {
+            st->c.has_id = bson_iter_init_find(&st->c.id, st->doc, "_id");
+            st->id_known = true;
+        }
         size_t at = st->src->len;
         md_error local;
         md_error_clear(&local);
@@ -118,9 +176,8 @@ int q_update_inplace(const q_update *u, const bson_t *doc, q_buf *src, q_damages
     src->len = 0;
     if (u->replacement || u->nrename || !bson_iter_init(&it, doc))
         return Q_UPDATE_NOT_INPLACE;
-    ip_state st = {.base = bson_get_data(doc), .src = src, .dmg = dmg};
+    ip_state st = {.doc = doc, .base = bson_get_data(doc), .src = src, .dmg = dmg};
     st.c.u = u;
-    st.c.has_id = bson_iter_init_find(&st.c.id, doc, "_id");
     if (!ip_obj(&st, u->root, &it)) {
         dmg->n = 0;
         return Q_UPDATE_NOT_INPLACE;
@@ -195,6 +252,11 @@ static bool node_affects(const q_unode *n, const char *path)
 bool q_update_affects(const q_update *u, const char *path)
 {
     return u->replacement || node_affects(u->root, path);
+}
+
+uint64_t q_update_serial(const q_update *u)
+{
+    return u->serial;
 }
 
 /* ---- the per-thread cache of the last update parsed ----------------------------

@@ -384,6 +384,37 @@ static bool index_affected(const q_index *ix, const q_update *u)
     return false;
 }
 
+/*
+ * skip[i] := index i cannot be affected by u (index_affected is false).
+ * The answer depends only on the parsed update and the index definitions,
+ * so the thread remembers the last one, keyed by serial numbers that are
+ * never reused: the cached parse of a repeated update ({$inc: {n: 1}} a
+ * million times) asks about the same indexes every time.
+ */
+static void update_skips(const q_update *u, const q_coll *c, bool *skip)
+{
+    static __thread struct {
+        uint64_t u; /* 0: nothing remembered */
+        size_t n;
+        uint64_t ix[Q_INDEXES_MAX];
+        bool skip[Q_INDEXES_MAX];
+    } memo;
+    uint64_t us = q_update_serial(u);
+    bool hit = memo.u == us && memo.n == c->nidx;
+    for (size_t i = 0; hit && i < c->nidx; i++)
+        hit = memo.ix[i] == c->idx[i]->serial;
+    if (!hit) {
+        assert(c->nidx <= Q_INDEXES_MAX);
+        memo.u = us;
+        memo.n = c->nidx;
+        for (size_t i = 0; i < c->nidx; i++) {
+            memo.ix[i] = c->idx[i]->serial;
+            memo.skip[i] = !index_affected(c->idx[i], u);
+        }
+    }
+    memcpy(skip, memo.skip, c->nidx * sizeof *skip);
+}
+
 static int update_indexes(md_db *db, eng_txn *t, q_coll *c, upd_state *s, eng_rid old_rid,
                           eng_rid new_rid, bool moved, md_error *err)
 {
@@ -474,8 +505,10 @@ static int update_prepare(md_db *db, q_coll *c, const bson_t *old, const q_updat
     bool dmg = eng_rs_has_damages(c->rs), any_keys = false;
     int rc;
     s->old_len = old->len;
+    if (!db->no_fast)
+        update_skips(u, c, s->skip);
     for (size_t i = 0; i < c->nidx; i++)
-        any_keys |= !(s->skip[i] = !db->no_fast && !index_affected(c->idx[i], u));
+        any_keys |= !s->skip[i];
     if (!db->no_fast && q_update_inplace(u, old, &s->src, &s->dmg, changed) == 0) {
         s->inplace = true;
         if (!*changed)

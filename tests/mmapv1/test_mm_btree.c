@@ -865,6 +865,112 @@ static void random_round_trip(bool remap)
     close_tree();
 }
 
+/* Keys of a few shapes for the search's interpolated guess (node_search):
+ * evenly spaced numbers, numbers spread over many powers of two, strings
+ * sharing a long prefix with varying lengths, and numbers encoded as the
+ * query layer's keys are (exponent bytes, then the mantissa). */
+static uint32_t shaped_key(int shape, uint64_t i, uint8_t *buf)
+{
+    switch (shape) {
+    case 0: return num_key(buf, i * 3);
+    case 1: return num_key(buf, (uint64_t)1 << (i % 60) | i);
+    case 2: return (uint32_t)snprintf((char *)buf, 64, "user/%llu", (unsigned long long)(i * 7919 % 5000));
+    default: {
+        uint64_t v = i * 37 + 1;
+        int z = __builtin_clzll(v);
+        unsigned e = (unsigned)(64 - z + 32768);
+        buf[0] = 0x05;
+        buf[1] = (uint8_t)(e >> 8);
+        buf[2] = (uint8_t)e;
+        return 3 + num_key(buf + 3, v << z);
+    }
+    }
+}
+
+/* The first live model entry >= (key, rid), or n. */
+static size_t model_lower(const ment *m, size_t n, const uint8_t *key, uint32_t klen, eng_rid rid)
+{
+    ment probe = {(uint8_t *)key, klen, rid, false};
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (ment_cmp(&m[mid], &probe) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+Test(mm_btree, finds_and_seeks_match_the_model_for_shaped_keys)
+{
+    enum { N = 3000 };
+    uint8_t buf[MM_BT_KEY_MAX];
+    for (int shape = 0; shape < 4; shape++) {
+        ment *m = calloc(N + N / 10, sizeof *m);
+        size_t n = 0;
+        cr_assert(m);
+        for (uint64_t i = 0; i < N; i++) {
+            uint32_t kl = shaped_key(shape, i, buf);
+            for (int dup = 0; dup < (i % 10 == 0 ? 2 : 1); dup++) {
+                m[n].klen = kl;
+                m[n].key = malloc(kl);
+                memcpy(m[n].key, buf, kl);
+                m[n].rid = (eng_rid)(1 + i + 100000 * (uint64_t)dup);
+                n++;
+            }
+        }
+        for (size_t i = n; i > 1; i--) { /* insert in a random order */
+            size_t j = rndn((uint32_t)i);
+            ment x = m[i - 1];
+            m[i - 1] = m[j];
+            m[j] = x;
+        }
+        open_tree();
+        for (size_t i = 0; i < n; i++)
+            ins(m[i].key, m[i].klen, m[i].rid);
+        n = model_sort(m, n);
+        validate_ok();
+        check_scan(m, n);
+        mm_bt_cursor *c;
+        cr_assert_eq(mm_bt_cursor_open(bt, &c), 0);
+        for (int s = 0; s < 3000; s++) {
+            uint32_t kl;
+            if (s % 2 == 0) { /* a key present */
+                const ment *e = &m[rndn((uint32_t)n)];
+                memcpy(buf, e->key, e->klen);
+                kl = e->klen;
+            } else { /* mostly absent: beyond the keys, or between them */
+                kl = shaped_key(shape, rndn(4 * N), buf);
+                if (s % 6 == 1 && kl > 0)
+                    buf[kl - 1] ^= 1;
+            }
+            size_t lo = model_lower(m, n, buf, kl, ENG_RID_NONE);
+            eng_rid rid = 0;
+            int rc = mm_bt_find(bt, buf, kl, &rid);
+            if (lo < n && m[lo].klen == kl && memcmp(m[lo].key, buf, kl) == 0) {
+                cr_assert_eq(rc, 0, "shape %d probe %d: not found", shape, s);
+                cr_assert_eq(rid, m[lo].rid, "shape %d probe %d", shape, s);
+            } else {
+                cr_assert_eq(rc, MD_NOTFOUND, "shape %d probe %d: found %lld", shape, s,
+                             (long long)rid);
+            }
+            eng_rid srid = (eng_rid)rndn(200000);
+            lo = model_lower(m, n, buf, kl, srid);
+            rc = mm_bt_cursor_seek(c, buf, kl, srid);
+            if (lo == n) {
+                cr_assert_eq(rc, MD_NOTFOUND, "shape %d probe %d", shape, s);
+            } else {
+                cr_assert_eq(rc, 0, "shape %d probe %d", shape, s);
+                expect_at(c, m[lo].key, m[lo].klen, m[lo].rid);
+            }
+        }
+        mm_bt_cursor_close(c);
+        model_free(m, n);
+        close_tree();
+    }
+}
+
 Test(mm_btree, random_keys_match_sorted_model)
 {
     random_round_trip(false);

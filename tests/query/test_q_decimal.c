@@ -556,3 +556,73 @@ Test(q_decimal, old_key_format_indexes_are_rebuilt_on_open)
         t.db = NULL;
     }
 }
+
+/* q_key_number encodes int32, int64 and double with integer arithmetic; the
+ * bytes must be q_key_number_ld's (the long double definition) for every
+ * value: random bit patterns of each type, plus the edges (0, -0, the
+ * extremes, subnormals, powers of two, NaN, the infinities). */
+static void same_as_ld(const bson_t *doc)
+{
+    bson_iter_t it;
+    cr_assert(bson_iter_init(&it, doc));
+    while (bson_iter_next(&it)) {
+        q_buf a, b;
+        long double v;
+        if (bson_iter_type(&it) == BSON_TYPE_INT32)
+            v = bson_iter_int32(&it);
+        else if (bson_iter_type(&it) == BSON_TYPE_INT64)
+            v = bson_iter_int64(&it);
+        else
+            v = bson_iter_double(&it);
+        q_buf_init(&a);
+        q_buf_init(&b);
+        q_key_number(&a, &it);
+        q_key_number_ld(&b, v);
+        cr_assert(a.len == b.len && memcmp(a.data, b.data, a.len) == 0,
+                  "type %d value %La: %zu bytes against %zu", (int)bson_iter_type(&it), v, a.len,
+                  b.len);
+        q_buf_cleanup(&a);
+        q_buf_cleanup(&b);
+    }
+}
+
+Test(q_decimal, binary_number_keys_match_the_long_double_encoding)
+{
+    static const double dbl[] = {0.0, -0.0, 1.0, -1.0, 0.5, 0.1, -0.1, DBL_MAX, -DBL_MAX,
+                                 DBL_MIN, -DBL_MIN, DBL_TRUE_MIN, -DBL_TRUE_MIN,
+                                 DBL_MIN / 3, 9007199254740993.0, 1e308, -1e-308};
+    static const int64_t i64[] = {0, 1, -1, INT64_MAX, INT64_MIN, INT64_MIN + 1,
+                                  (int64_t)1 << 53, ((int64_t)1 << 53) + 1, -((int64_t)1 << 62)};
+    static const int32_t i32[] = {0, 1, -1, INT32_MAX, INT32_MIN, 1 << 30, -(1 << 30) - 1};
+    bson_t d = BSON_INITIALIZER;
+    for (size_t i = 0; i < sizeof dbl / sizeof *dbl; i++)
+        BSON_APPEND_DOUBLE(&d, "d", dbl[i]);
+    BSON_APPEND_DOUBLE(&d, "d", NAN);
+    BSON_APPEND_DOUBLE(&d, "d", INFINITY);
+    BSON_APPEND_DOUBLE(&d, "d", -INFINITY);
+    for (size_t i = 0; i < sizeof i64 / sizeof *i64; i++)
+        BSON_APPEND_INT64(&d, "l", i64[i]);
+    for (size_t i = 0; i < sizeof i32 / sizeof *i32; i++)
+        BSON_APPEND_INT32(&d, "i", i32[i]);
+    for (int k = 0; k < 64; k++) {
+        BSON_APPEND_INT64(&d, "p", (int64_t)((uint64_t)1 << k));
+        BSON_APPEND_DOUBLE(&d, "p", ldexp(1.0, k * 33 - 1074));
+    }
+    same_as_ld(&d);
+    bson_destroy(&d);
+
+    uint64_t s = 0x9E3779B97F4A7C15ull;
+    for (int round = 0; round < 200; round++) {
+        bson_init(&d);
+        for (int k = 0; k < 100; k++) {
+            s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+            double x;
+            memcpy(&x, &s, sizeof x);
+            BSON_APPEND_DOUBLE(&d, "d", x);
+            BSON_APPEND_INT64(&d, "l", (int64_t)s >> (s % 64));
+            BSON_APPEND_INT32(&d, "i", (int32_t)(s >> 32));
+        }
+        same_as_ld(&d);
+        bson_destroy(&d);
+    }
+}

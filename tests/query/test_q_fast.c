@@ -118,6 +118,15 @@ static const char *const updates[] = {
     "{\"$set\": {\"c.e.f\": 1}}",
     "{\"$inc\": {\"arr.1\": 1}}",
     "{\"$rename\": {\"b\": \"bb\"}}",
+    /* the value-bytes path (ip_arith) and where it must give way */
+    "{\"$inc\": {\"a\": {\"$numberLong\": \"1\"}}}", /* int32 -> int64; int64 stays */
+    "{\"$inc\": {\"a\": {\"$numberLong\": \"9223372036854775000\"}}}", /* overflow */
+    "{\"$inc\": {\"n\": 0}}",                              /* identical: not modified */
+    "{\"$mul\": {\"x\": -1}}",                             /* double stays double */
+    "{\"$mul\": {\"x\": {\"$numberDecimal\": \"2\"}}}",    /* becomes a decimal */
+    "{\"$inc\": {\"x\": {\"$numberDouble\": \"NaN\"}}}",
+    "{\"$inc\": {\"_id\": 1}}", /* ImmutableField, or TypeMismatch for a string _id */
+    "{\"$inc\": {\"n\": 1.5}}", /* int32 -> double: grows */
 };
 #define NUPD (sizeof updates / sizeof updates[0])
 
