@@ -416,6 +416,14 @@ static int service_times(const pt_scenario *sc, const pt_run_opts *o, const char
     return rc;
 }
 
+bool pt_book_saturated(const pt_scenario *sc, double ms)
+{
+    for (int j = 0; j < sc->nops; j++)
+        if (sc->ops[j].book_mmap.mean > ms || sc->ops[j].book_wt.mean > ms)
+            return true;
+    return false;
+}
+
 static void result_init(const pt_scenario *sc, const pt_run_opts *o, pt_run_result *r)
 {
     memset(r, 0, sizeof *r);

@@ -170,6 +170,10 @@ typedef struct pt_run_result {
     double max_run_s;
 } pt_run_result;
 
+/* Did the book's run of sc go past saturation: an op's mean latency over
+ * `ms` on either engine in the book's tables? */
+bool pt_book_saturated(const pt_scenario *sc, double ms);
+
 /* Users an op starts per iteration under these options (at least 1). */
 int64_t pt_op_users_per_iteration(const pt_op *op, const pt_run_opts *o);
 

@@ -25,10 +25,10 @@
 
 /*
  * The default rate scale: the book's own load (users per iteration as its
- * parameter tables give them), for every scenario alike.  --rate-scale X
- * multiplies every scenario's users by X, to push an engine past what it
- * can serve; the report states the scale it ran at.  One scale for all, so
- * that no verdict depends on a load picked for its scenario.
+ * parameter tables give them), except for the scenarios the book ran past
+ * saturation (runner.h, "Saturated runs").  --rate-scale X multiplies every
+ * scenario's users by X, the same for all; the report states the scale
+ * each scenario ran at.
  */
 #define RN_DEFAULT_RATE_SCALE 1.0
 
@@ -60,7 +60,10 @@ static void usage(FILE *f)
         "                      default mmapv1 and btree)\n"
         "  --quick             every scenario for %d x %d ms at the same rate\n"
         "  --rate-scale X      users per iteration = the book's x X, every scenario\n"
-        "                      (default %g: the book's load)\n"
+        "                      (default %g, the book's load; but a scenario the\n"
+        "                      book ran past saturation runs at the smallest\n"
+        "                      power of two that saturates minidoc, found by\n"
+        "                      short probes, unless --rate-scale or --quick)\n"
         "  --iterations N      (default %d)\n"
         "  --resolution MS     iteration length (default %d)\n"
         "  --processes N       (default %d)\n"
@@ -164,10 +167,63 @@ static int mkdirs(const char *dir)
 }
 
 /* Run one scenario on one engine and print its table. false: an error. */
+/* The runner.h rule: probe s at 1, 2, 4, ... on mmapv1 and btree. */
+static void find_saturating_scale(rn_run *run, rn_scenario *s)
+{
+    double scale = 1;
+    char got[128] = "";
+    for (double x = 1; x <= RN_SATURATE_MAX; x *= 2) {
+        double worst = 0;
+        char line[128] = "";
+        for (int e = 0; e < run->nengines; e++) {
+            if (run->engine_slot[e] > RN_BTREE)
+                continue;
+            pt_run_opts o = run->opts;
+            o.engine = run->engines[e];
+            o.rate_scale = x;
+            o.iterations = RN_PROBE_ITERATIONS;
+            pt_run_result *r = calloc(1, sizeof *r);
+            md_error err;
+            md_error_clear(&err);
+            if (!r || pt_run_scenario(s->sc, &o, r, &err) != 0) {
+                free(r);
+                continue;
+            }
+            double mean = 0;
+            for (int j = 0; j < s->sc->nops; j++)
+                if (s->sc->ops[j].decides && r->ops[j].fig.mean > mean)
+                    mean = r->ops[j].fig.mean;
+            snprintf(line + strlen(line), sizeof line - strlen(line), "%s%s %.3f ms",
+                     *line ? ", " : "", o.engine, mean);
+            if (mean > worst)
+                worst = mean;
+            free(r);
+        }
+        fprintf(stderr, "   probe %s x%g: %s\n", s->sc->name, x, line);
+        if (worst > RN_SATURATED_MS) {
+            scale = x;
+            snprintf(got, sizeof got, "%s", line);
+            break;
+        }
+    }
+    s->scale = scale;
+    if (*got)
+        snprintf(s->scale_why, sizeof s->scale_why,
+                 "x%g: the smallest scale at which a %d-iteration probe passed %g ms "
+                 "(%s), as the book's run was past saturation",
+                 scale, RN_PROBE_ITERATIONS, RN_SATURATED_MS, got);
+    else
+        snprintf(s->scale_why, sizeof s->scale_why,
+                 "x1: the book ran it past saturation, but no probe up to x%g passed %g ms",
+                 RN_SATURATE_MAX, RN_SATURATED_MS);
+}
+
 static bool run_one(rn_run *run, rn_scenario *s, int e, progress_ctx *pc)
 {
     pt_run_opts o = run->opts;
     o.engine = run->engines[e];
+    if (s->scale > 0)
+        o.rate_scale = s->scale;
     o.progress = progress;
     o.progress_arg = pc;
     o.service = true;
@@ -204,6 +260,7 @@ int main(int argc, char **argv)
     int nnames = 0;
     bool quick = false, files = true, journal = true;
     double rate = RN_DEFAULT_RATE_SCALE;
+    bool rate_given = false;
     int iterations = 0, resolution = 0, processes = PT_BOOK_PROCESSES, pool = PT_BOOK_POOL_SIZE;
     unsigned long long seed = 12;
     double max_run = RN_DEFAULT_MAX_RUN_S;
@@ -251,6 +308,7 @@ int main(int argc, char **argv)
         } else if (strcmp(a, "--rate-scale") == 0) {
             NEED_ARG();
             rate = atof(v);
+            rate_given = true;
             if (!(rate > 0)) {
                 fprintf(stderr, "patterns: --rate-scale must be > 0\n");
                 return 2;
@@ -369,12 +427,16 @@ int main(int argc, char **argv)
     read_load(run.load_before, sizeof run.load_before);
     int si = 0;
     for (int pi = 0; pi < run.npat; pi++) {
-        for (; si < run.nsc && run.sc[si].p == run.pat[pi].p; si++)
+        for (; si < run.nsc && run.sc[si].p == run.pat[pi].p; si++) {
+            run.saturate = !rate_given && !quick;
+            if (run.saturate && pt_book_saturated(run.sc[si].sc, RN_BOOK_SATURATED_MS))
+                find_saturating_scale(&run, &run.sc[si]);
             for (int e = 0; e < run.nengines; e++) {
                 pc.k++;
                 if (!run_one(&run, &run.sc[si], e, &pc))
                     ok = false;
             }
+        }
         rn_verdicts(&run);
         rn_print_verdict(stdout, &run, &run.pat[pi]);
         fflush(stdout);

@@ -19,7 +19,27 @@ typedef struct rn_scenario {
     const pt_pattern *p;
     const pt_scenario *sc;
     pt_run_result *r[RN_MAX_ENGINES]; /* NULL: not run on that engine */
+    double scale;            /* its rate scale (rn_saturating_scale; 0: the run's) */
+    char scale_why[256];     /* how that scale was found, for the report */
 } rn_scenario;
+
+/*
+ * Saturated runs.  Where the book's own run was past saturation (a mean
+ * latency of an op over RN_BOOK_SATURATED_MS on either engine: its Queue,
+ * both carts, Theater, Account, with means of seconds), the book's load
+ * does not saturate minidoc, which is two orders of magnitude faster per
+ * operation.  Such a scenario runs at the smallest scale 1, 2, 4, ...,
+ * RN_SATURATE_MAX at which a short probe (RN_PROBE_ITERATIONS iterations)
+ * has a deciding op's mean over RN_SATURATED_MS on either engine: past
+ * saturation, as the book's was.  If none does, the book's load.  The rule
+ * is fixed and the same for every such scenario; --rate-scale, or --quick,
+ * turns it off (one scale for all).
+ */
+#define RN_BOOK_SATURATED_MS 100.0
+#define RN_SATURATED_MS 10.0
+#define RN_SATURATE_MAX 16.0
+#define RN_PROBE_ITERATIONS 3
+
 
 typedef struct rn_pattern {
     const pt_pattern *p;
@@ -37,6 +57,7 @@ typedef struct rn_run {
     rn_pattern *pat;
     int npat;
     pt_run_opts opts;        /* as run (engine unset) */
+    bool saturate;           /* the saturated-runs rule was on */
     const char *cmdline;
     double total_s;
     char started[64];        /* UTC time of the start */

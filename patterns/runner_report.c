@@ -400,6 +400,8 @@ static void md_scenario(FILE *f, const rn_run *run, const rn_scenario *s)
                     s->r[e]->clients, s->r[e]->iterations, s->r[e]->resolution_ms);
             break;
         }
+    if (*s->scale_why)
+        fprintf(f, "Load: %s. ", s->scale_why);
     if (s->sc->script)
         fprintf(f, "Simulator scenario: `%s`.\n\n", s->sc->script);
     fprintf(f, "| op | engine | | Runtime | Mean | Std Dev | 75%% | 95%% | 99%% | Min | Max |\n"
@@ -556,15 +558,25 @@ int rn_write_markdown(const rn_run *run, const char *dir)
             "open database; every op starts its users each iteration (%d iterations of "
             "%d ms, type `linear`), spread evenly across the iteration (`slicetime`); "
             "a user's latency runs from its scheduled start to its end, so waiting for "
-            "a free client or a lock counts. Users per iteration are the book's x **%g**, "
-            "every scenario alike (`--rate-scale`). Runtime is the wall time of the run, in seconds; "
+            "a free client or a lock counts. Users per iteration are the book's x **%g**%s. "
+            "Runtime is the wall time of the run, in seconds; "
             "the rest is in milliseconds. Percentiles come from a log-linear "
             "(HdrHistogram-style) histogram within 1%% of the exact value; the mean and "
             "standard deviation are exact. Absolute latencies are far below the book's "
             "(no network, no server); the point is the direction and its cause.\n\n",
             run->cmdline, run->started, ncpu, run->load_before, run->load_after, run->total_s, run->opts.processes *
             run->opts.pool_size, run->opts.processes, run->opts.pool_size,
-            run->opts.iterations, run->opts.resolution_ms, run->opts.rate_scale);
+            run->opts.iterations, run->opts.resolution_ms, run->opts.rate_scale,
+            run->saturate
+                ? ", except where the book's own run was past saturation (a mean of "
+                  "seconds: its Queue, both carts, Theater and Account): the book's load "
+                  "does not saturate minidoc, two orders of magnitude faster per "
+                  "operation, so such a scenario runs at the smallest scale of 1, 2, 4, "
+                  "8, 16 at which a 3-iteration probe has a deciding op's mean above 10 "
+                  "ms on either engine -- past saturation, as the book's was (the "
+                  "`load` column below; the probe that decided it is in each scenario's section). The "
+                  "rule is fixed before any run and the same for each of them"
+                : ", every scenario alike (`--rate-scale`)");
 
     fprintf(f, "## Verdicts\n\n"
                "The winner is the engine with the lower sum of the mean latencies of the "
@@ -575,19 +587,28 @@ int rn_write_markdown(const rn_run *run, const char *dir)
                "waits for a publisher, has none). Where the two columns disagree, the "
                "difference comes from running 200 clients at once (locks, latches, "
                "background threads), not from the operations themselves.\n\n"
-               "| § | Pattern | deciding ops | mmapv1 (ms) | btree (ms) | service mmapv1 / btree (µs) | minidoc | book | agree |\n"
-               "|---|---|---|---|---|---|---|---|---|\n");
+               "| § | Pattern | load | deciding ops | mmapv1 (ms) | btree (ms) | service mmapv1 / btree (µs) | minidoc | book | agree |\n"
+               "|---|---|---|---|---|---|---|---|---|---|\n");
     for (int i = 0; i < run->npat; i++) {
         const rn_pattern *rp = &run->pat[i];
         decisive_ops(run, rp->p, ops, sizeof ops);
+        char load[64] = "";
+        for (int k = 0; k < run->nsc; k++)
+            if (run->sc[k].p == rp->p)
+                for (int e = 0; e < RN_MAX_ENGINES; e++)
+                    if (run->sc[k].r[e]) {
+                        snprintf(load, sizeof load, "x%g%s", run->sc[k].r[e]->rate_scale,
+                                 run->sc[k].scale > 1 ? " (saturated)" : "");
+                        break;
+                    }
         if (rp->ours)
-            fprintf(f, "| %s | %s | %s | %.3f | %.3f | %.1f / %.1f | %s | %s | %s |\n",
-                    rp->p->section, rp->p->title, ops, rp->sum_ms[0], rp->sum_ms[1],
+            fprintf(f, "| %s | %s | %s | %s | %.3f | %.3f | %.1f / %.1f | %s | %s | %s |\n",
+                    rp->p->section, rp->p->title, load, ops, rp->sum_ms[0], rp->sum_ms[1],
                     rp->svc_ms[0] * 1e3, rp->svc_ms[1] * 1e3, rp->ours, rp->p->book_winner,
                     pt_verdict_agrees(rp->ours, rp->p->book_winner) ? "yes" : "**no**");
         else
-            fprintf(f, "| %s | %s | %s | | | | not measured | %s | |\n", rp->p->section,
-                    rp->p->title, ops, rp->p->book_winner);
+            fprintf(f, "| %s | %s | %s | %s | | | | not measured | %s | |\n", rp->p->section,
+                    rp->p->title, load, ops, rp->p->book_winner);
     }
     fprintf(f, "\n**%d of 11 verdicts agree with the book.** (%d of the 11 patterns were "
                "measured on both engines in this run.)\n",

@@ -363,6 +363,25 @@ Test(runner_sim, service_time_runs_one_iteration_back_to_back)
     free(r);
 }
 
+/* The saturated-runs rule (runner.h) applies to the five scenarios the
+ * book ran with means of seconds, and to no other. */
+Test(runner_sim, the_book_ran_five_scenarios_past_saturation)
+{
+    const char *want[] = {"queue_fifo", "cart_reservation", "cart_no_reservation",
+                          "theater_checkout", "account_transfer"};
+    int n = 0;
+    for (const pt_pattern *const *pp = pt_patterns; *pp; pp++)
+        for (int i = 0; i < (*pp)->nscenarios; i++) {
+            const pt_scenario *sc = (*pp)->scenarios[i];
+            bool listed = false;
+            for (size_t k = 0; k < sizeof want / sizeof *want; k++)
+                listed |= strcmp(sc->name, want[k]) == 0;
+            cr_assert_eq(pt_book_saturated(sc, 100.0), listed, "%s", sc->name);
+            n += listed;
+        }
+    cr_assert_eq(n, 5);
+}
+
 Test(runner_sim, failing_check_and_failing_op_are_reported)
 {
     pt_run_opts o;
