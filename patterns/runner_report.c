@@ -598,7 +598,7 @@ int rn_write_markdown(const rn_run *run, const char *dir)
                 for (int e = 0; e < RN_MAX_ENGINES; e++)
                     if (run->sc[k].r[e]) {
                         snprintf(load, sizeof load, "x%g%s", run->sc[k].r[e]->rate_scale,
-                                 run->sc[k].scale > 1 ? " (saturated)" : "");
+                                 run->sc[k].scale > 1 ? " (saturation rule)" : "");
                         break;
                     }
         if (rp->ours)
