@@ -550,6 +550,21 @@ static int64_t live_count(const ment *m, size_t n)
     return k;
 }
 
+/* The first live model entry >= (key, rid), or n. */
+static size_t model_lower(const ment *m, size_t n, const uint8_t *key, uint32_t klen, eng_rid rid)
+{
+    ment probe = {(uint8_t *)key, klen, rid, false};
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (ment_cmp(&m[mid], &probe) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* Seek to random points and compare with the model's lower bound. */
 static void check_seeks(const ment *m, size_t n, int times)
 {
@@ -559,18 +574,11 @@ static void check_seeks(const ment *m, size_t n, int times)
     cr_assert_eq(mm_bt_cursor_open(bt, &c), 0);
     for (int s = 0; s < times; s++) {
         ment probe = {buf, 0, 0, false};
-        size_t lo = 0, hi = n;
         int rc;
         probe.klen = gen_key(buf, &probe.rid);
         if (s % 3 == 0)
             probe.rid = 0;
-        while (lo < hi) {
-            size_t mid = (lo + hi) / 2;
-            if (ment_cmp(&m[mid], &probe) < 0)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
+        size_t lo = model_lower(m, n, probe.key, probe.klen, probe.rid);
         while (lo < n && m[lo].dead)
             lo++;
         rc = mm_bt_cursor_seek(c, buf, probe.klen, probe.rid);
@@ -885,21 +893,6 @@ static uint32_t shaped_key(int shape, uint64_t i, uint8_t *buf)
         return 3 + num_key(buf + 3, v << z);
     }
     }
-}
-
-/* The first live model entry >= (key, rid), or n. */
-static size_t model_lower(const ment *m, size_t n, const uint8_t *key, uint32_t klen, eng_rid rid)
-{
-    ment probe = {(uint8_t *)key, klen, rid, false};
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (ment_cmp(&m[mid], &probe) < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
 }
 
 Test(mm_btree, finds_and_seeks_match_the_model_for_shaped_keys)
