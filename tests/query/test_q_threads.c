@@ -288,8 +288,9 @@ Test(threads, long_scans_yield_their_lock)
  * commits to another collection.  mmapv1 lets the two run at once (one
  * lock per collection), and every commit here remaps the private views
  * (debugRemapPrivateViewBytes 1): the scans must still find each document
- * they are about.  The Little Book's carts at four times its load lost 3
- * adds in 100,000 this way while the remap showed the files' older bytes.
+ * they are about.  Before the remap built the fresh views off to the side,
+ * it showed such scans the data files' older bytes for a moment: the
+ * Little Book's carts at four times its load lost about 3 adds in 100,000.
  */
 #define RM_CARTS 4
 #define RM_ADDS 150
