@@ -178,7 +178,8 @@ typedef struct md_db md_db;
  *                  (100, 1..500), syncdelay: s (60; 0 = only at fsync and
  *                  close), journalFileSize: bytes (1 GB)}   (mmapv1)
  *                 {firstFileSize: bytes, nsSize: bytes, debugRemapOnGrow,
- *                  debugCheckViews: bool}        test knobs (mmapv1)
+ *                  debugCheckViews: bool, debugRemapPrivateViewBytes:
+ *                  bytes}                         test knobs (mmapv1)
  *   btree         {cacheSizeMB (half of RAM - 1 GB, at least 256),
  *                  blockCompressor: "snappy"|"zstd"|"none",
  *                  checkpointIntervalSecs, log: bool (true),

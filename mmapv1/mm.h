@@ -12,7 +12,8 @@
  * file is remapped at a new address each time a data file is added, so a
  * stale pointer faults at once instead of reading plausible old bytes.
  * (The journal's periodic remap of the private view keeps every address,
- * so it kills no view.)
+ * so it kills no view, and it never shows a reader of another collection
+ * the data files without the pending commits: mm_file.c.)
  *
  * Durability options (open option document "mmapv1"), as MongoDB 3.0:
  *   journal                bool, default true.  false: no journal; after a
@@ -28,6 +29,9 @@
  *                          a capped collection gets at create, so tests see
  *                          rings of several extents without gigabyte sizes
  *                          (3.0 gave those with $nExtents)
+ *   debugRemapPrivateViewBytes  bytes copied on write before the private
+ *                          views are remapped, 1..256 MB (0: the default,
+ *                          256 MB); tests remap at every commit with 1
  * The format and the ordering argument are in mm_int.h ("Journal").
  */
 #ifndef MM_H

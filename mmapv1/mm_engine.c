@@ -23,6 +23,7 @@ typedef struct mm_opts {
     int64_t first_file_size, ns_size;
     int64_t interval_ms, syncdelay, jfile_size;
     int64_t capped_extent_max;
+    int64_t remap_bytes;
 } mm_opts;
 
 static int opt_int64(const bson_iter_t *it, const char *name, int64_t *out, md_error *err)
@@ -61,12 +62,20 @@ static int parse_mmapv1(bson_iter_t *sub, mm_opts *o, md_error *err)
             o->check_views = bson_iter_as_bool(sub);
         else if (strcmp(k, "debugCappedExtentSize") == 0)
             rc = opt_int64(sub, k, &o->capped_extent_max, err);
+        else if (strcmp(k, "debugRemapPrivateViewBytes") == 0)
+            rc = opt_int64(sub, k, &o->remap_bytes, err);
     }
     if (rc == 0 && o->capped_extent_max != 0 &&
         (o->capped_extent_max < MM_MIN_EXTENT || o->capped_extent_max > MM_MAX_FILE_SIZE))
         rc = md_error_set(err, MD_EINVAL, MD_CODE_BAD_VALUE,
                           "mmapv1.debugCappedExtentSize %lld must be 0 or between 4 KB and 2 GB",
                           (long long)o->capped_extent_max);
+    if (rc == 0 && (o->remap_bytes < 0 || o->remap_bytes > MM_J_REMAP_BYTES))
+        rc = md_error_set(err, MD_EINVAL, MD_CODE_BAD_VALUE,
+                          "mmapv1.debugRemapPrivateViewBytes %lld must be between 0 "
+                          "(the default, %lld) and %lld",
+                          (long long)o->remap_bytes, (long long)MM_J_REMAP_BYTES,
+                          (long long)MM_J_REMAP_BYTES);
     if (rc == 0 && (o->interval_ms < 1 || o->interval_ms > 500))
         rc = md_error_set(err, MD_EINVAL, MD_CODE_BAD_VALUE,
                           "mmapv1.journalCommitInterval %lld must be between 1 and 500 ms",
@@ -256,6 +265,7 @@ static int mm_open(const char *dir, const char *db, const bson_t *opts, eng_engi
     e->debug_remap = o.debug_remap;
     e->journal = o.journal;
     e->check_views = o.check_views;
+    e->remap_bytes = o.remap_bytes > 0 ? o.remap_bytes : MM_J_REMAP_BYTES;
     e->capped_extent_max = (int32_t)o.capped_extent_max;
     if ((rc = mm_lock_acquire(e, err)) == 0 && (rc = open_files(e, &o, err)) == 0)
         rc = open_catalog(e, err);

@@ -327,25 +327,77 @@ static int remap_all(mm_engine *e, md_error *err)
     return 0;
 }
 
-/* Fresh private views at the same addresses (journal on, no transaction
- * open; the caller re-applies the commits not yet in the shared views). */
-int mm_views_remap(mm_engine *e)
+/*
+ * Fresh private views at the same addresses, holding the pending commits
+ * (journal on, no transaction open).
+ *
+ * The remapping commit holds only its own collection's lock: readers of
+ * other collections run meanwhile (query/q_lock.c) and must never see the
+ * files' bytes without the commits still pending.  So each fresh view is
+ * built at a spare address -- the file mapped privately, the pending
+ * commits written into it -- and only then moved over the old one with
+ * mremap(MREMAP_FIXED), which replaces the mapping in one step: a reader
+ * sees the old view or the new one, both with every commit.  (Mapping the
+ * file over the old view in place and re-applying afterwards, as this did
+ * first, showed readers the older bytes until the re-apply reached them.)
+ */
+typedef struct staged_views {
+    const mm_engine *e;
+    uint8_t **fresh; /* [0] the .ns file, [1 + n] data file n */
+} staged_views;
+
+static int apply_staged(void *ctx, int32_t file, uint32_t ofs, const uint8_t *data,
+                        uint32_t len)
+{
+    const staged_views *sv = ctx;
+    int i = file == MM_NS_FILENO ? 0 : 1 + file;
+    if (file != MM_NS_FILENO && (file < 0 || file >= sv->e->nfiles))
+        return MD_ECORRUPT;
+    memcpy(sv->fresh[i] + ofs, data, len);
+    return 0;
+}
+
+int mm_views_remap(mm_engine *e, const mm_jbuf *pend)
 {
     if (!e->journal)
         return 0;
-    for (int i = -1; i < e->nfiles; i++) {
-        mm_file *f = i < 0 ? &e->ns : &e->files[i];
-        void *p = mmap(f->map, (size_t)f->len, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_NORESERVE | MAP_FIXED, f->fd, 0);
+    int n = e->nfiles + 1, rc = 0;
+    uint8_t **fresh = calloc((size_t)n, sizeof *fresh);
+    if (!fresh)
+        return MD_ENOMEM;
+    for (int i = 0; i < n && rc == 0; i++) {
+        const mm_file *f = i == 0 ? &e->ns : &e->files[i - 1];
+        void *p = mmap(NULL, (size_t)f->len, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_NORESERVE, f->fd, 0);
+        if (p == MAP_FAILED)
+            rc = MD_ENOMEM; /* the old views stay: nothing changed yet */
+        else
+            fresh[i] = p;
+    }
+    staged_views sv = {e, fresh};
+    if (rc == 0 && pend)
+        rc = mm_jbuf_apply(pend, apply_staged, &sv);
+    for (int i = 0; i < n && rc == 0; i++) {
+        mm_file *f = i == 0 ? &e->ns : &e->files[i - 1];
+        void *p = mremap(fresh[i], (size_t)f->len, (size_t)f->len,
+                         MREMAP_MAYMOVE | MREMAP_FIXED, f->map);
         if (p == MAP_FAILED) {
-            /* MAP_FIXED failed: the old view may be gone and nothing sane
-             * can continue (MongoDB fasserts in remapPrivateView too) */
+            /* earlier files already have their new views, this one may
+             * have lost its old one: nothing sane can continue (MongoDB
+             * fasserts in remapPrivateView too) */
             fprintf(stderr, "mmapv1: remapping the private view failed: %s\n",
                     strerror(errno));
             abort();
         }
+        fresh[i] = NULL;
     }
-    return 0;
+    for (int i = 0; i < n; i++)
+        if (fresh[i]) {
+            const mm_file *f = i == 0 ? &e->ns : &e->files[i - 1];
+            munmap(fresh[i], (size_t)f->len);
+        }
+    free(fresh);
+    return rc;
 }
 
 int64_t mm_views_diff(const mm_engine *e, int32_t *file)

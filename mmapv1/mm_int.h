@@ -529,6 +529,9 @@ typedef struct mm_engine {
     pthread_mutex_t cursors_mu;
     bool journal;       /* option journal (default true) */
     bool check_views;   /* option debugCheckViews: compare views at flush */
+    int64_t remap_bytes; /* remap the private views past this many copied
+                            bytes (MM_J_REMAP_BYTES; option
+                            debugRemapPrivateViewBytes lowers it) */
     bool unclean_nojournal; /* last run wrote without a journal and did not
                                close cleanly: files may be inconsistent */
     bool journal_damaged;   /* replay stopped at damage before the end */
@@ -594,9 +597,12 @@ int64_t mm_file_default_size(const mm_engine *e, int n);
 void mm_files_close(mm_engine *e);
 /* msync the shared views (the caller holds the journal lock). */
 int mm_files_flush(mm_engine *e, bool sync, md_error *err);
-/* Replace every private view by a fresh one at the same address (drops
- * the copy-on-write pages; the caller re-applies pending commits). */
-int mm_views_remap(mm_engine *e);
+/* Replace every private view by a fresh one at the same address holding
+ * the files plus the commits in pend (drops the copy-on-write pages of
+ * the commits already in the files).  Readers beside it see the old view
+ * or the new one, never the files alone (mm_file.c). */
+struct mm_jbuf;
+int mm_views_remap(mm_engine *e, const struct mm_jbuf *pend);
 /* First byte where the private and shared views differ, or -1. */
 int64_t mm_views_diff(const mm_engine *e, int32_t *file);
 uint8_t *mm_file_wbase(const mm_engine *e, int32_t file);

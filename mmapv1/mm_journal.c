@@ -510,14 +510,6 @@ static int apply_shared(void *ctx, int32_t file, uint32_t ofs, const uint8_t *da
     return 0;
 }
 
-static int apply_private(void *ctx, int32_t file, uint32_t ofs, const uint8_t *data,
-                         uint32_t len)
-{
-    const mm_engine *e = ctx;
-    memcpy(mm_file_base(e, file) + ofs, data, len);
-    return 0;
-}
-
 /* WRITETOJOURNAL + WRITETODATAFILES for everything pending (wmu held). */
 static int write_pending(mm_engine *e)
 {
@@ -728,7 +720,7 @@ int mm_journal_commit(mm_engine *e, mm_txn *t, bool durable, bool *remap, md_err
             j->cow_bytes += w->len;
         }
     }
-    *remap = j->cow_bytes > MM_J_REMAP_BYTES;
+    *remap = j->cow_bytes > e->remap_bytes;
     bool now = durable || j->pend.len > MM_J_EARLY_BYTES;
     pthread_mutex_unlock(&j->mu);
     if (rc)
@@ -746,16 +738,14 @@ int mm_journal_commit(mm_engine *e, mm_txn *t, bool durable, bool *remap, md_err
     return 0;
 }
 
-/* REMAPPRIVATEVIEW: fresh private views, then the pending commits again. */
+/* REMAPPRIVATEVIEW: fresh private views holding the pending commits. */
 static void remap_private(mm_engine *e)
 {
     mm_journal *j = e->j;
     pthread_mutex_lock(&j->wmu);
     pthread_mutex_lock(&j->mu);
-    if (mm_views_remap(e) == 0) {
-        mm_jbuf_apply(&j->pend, apply_private, e);
+    if (mm_views_remap(e, &j->pend) == 0)
         j->cow_bytes = (int64_t)j->pend.len;
-    }
     pthread_mutex_unlock(&j->mu);
     pthread_mutex_unlock(&j->wmu);
 }
@@ -790,10 +780,8 @@ int mm_journal_flush(mm_engine *e, bool sync, md_error *err)
         pthread_mutex_lock(&j->mu);
         if (e->check_views && j->pend.nentries == 0)
             check_views(e);
-        if (mm_views_remap(e) == 0) {
-            mm_jbuf_apply(&j->pend, apply_private, e);
+        if (mm_views_remap(e, &j->pend) == 0)
             j->cow_bytes = (int64_t)j->pend.len;
-        }
         pthread_mutex_unlock(&j->mu);
     }
     pthread_mutex_unlock(&j->wmu);
