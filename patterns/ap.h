@@ -167,6 +167,12 @@ int ap_remove(md_db *db, const char *coll, const bson_t *q, int64_t *n, md_error
  * a copy of the first (always initialized). */
 int ap_find(md_db *db, const char *coll, const bson_t *filter, const bson_t *opts, int64_t *n,
             bson_t *first, md_error *err);
+/* Copies of the first `max` documents find(filter) returns on coll, into
+ * out[0..*n) (the caller destroys them), for jobs that then update what
+ * they read.  The copies are made even when the cursor fails (*n says how
+ * many); the cursor's error is returned. */
+int ap_find_copies(md_db *db, const char *coll, const bson_t *filter, bson_t **out, int max,
+                   int *n, md_error *err);
 
 /* What explain (executionStats) says about a find. */
 typedef struct ap_plan {

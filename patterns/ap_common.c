@@ -246,6 +246,22 @@ int ap_find(md_db *db, const char *coll, const bson_t *filter, const bson_t *opt
     return rc;
 }
 
+int ap_find_copies(md_db *db, const char *coll, const bson_t *filter, bson_t **out, int max,
+                   int *n, md_error *err)
+{
+    md_collection *c = md_db_get_collection(db, coll);
+    md_cursor *cur = md_collection_find_with_opts(c, filter, NULL);
+    const bson_t *d;
+    int k = 0;
+    while (k < max && md_cursor_next(cur, &d))
+        out[k++] = bson_copy(d);
+    int rc = md_cursor_error(cur, err) ? MD_ERROR : 0;
+    md_cursor_destroy(cur);
+    md_collection_destroy(c);
+    *n = k;
+    return rc;
+}
+
 /* Walk a plan tree: the first IXSCAN's index, any COLLSCAN or SORT. */
 static void walk_plan(bson_iter_t *plan, ap_plan *p)
 {

@@ -429,15 +429,7 @@ int ap_inv_cleanup(md_db *db, int64_t timeout_ms, int *n, md_error *err)
     int k = 0;
     if (rc == 0) {
         q = BCON_NEW("carted.timestamp", "{", "$lt", BCON_DATE_TIME(threshold), "}");
-        md_collection *c = md_db_get_collection(db, PRODUCT);
-        md_cursor *cur = md_collection_find_with_opts(c, q, NULL);
-        const bson_t *d;
-        while (k < 256 && md_cursor_next(cur, &d))
-            batch[k++] = bson_copy(d);
-        if (md_cursor_error(cur, err))
-            rc = MD_ERROR;
-        md_cursor_destroy(cur);
-        md_collection_destroy(c);
+        rc = ap_find_copies(db, PRODUCT, q, batch, 256, &k, err);
         bson_destroy(q);
     }
     for (int i = 0; i < k; i++) {

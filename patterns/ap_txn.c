@@ -239,17 +239,9 @@ static bool txn_fields(const bson_t *d, bson_oid_t *id, int64_t *amt, int64_t *s
 static int each_in_state(md_db *db, const char *state, int *n, md_error *err)
 {
     bson_t *q = BCON_NEW("state", BCON_UTF8(state));
-    md_collection *c = md_db_get_collection(db, TXNS);
-    md_cursor *cur = md_collection_find_with_opts(c, q, NULL);
-    const bson_t *d;
     bson_t *batch[256];
-    int k = 0, rc = 0;
-    while (k < 256 && md_cursor_next(cur, &d))
-        batch[k++] = bson_copy(d);
-    if (md_cursor_error(cur, err))
-        rc = MD_ERROR;
-    md_cursor_destroy(cur);
-    md_collection_destroy(c);
+    int k;
+    int rc = ap_find_copies(db, TXNS, q, batch, 256, &k, err);
     bson_destroy(q);
     for (int i = 0; i < k; i++) {
         bson_oid_t id;
@@ -269,17 +261,9 @@ static int each_in_state(md_db *db, const char *state, int *n, md_error *err)
 static int sweep_orphans(md_db *db, int *n, md_error *err)
 {
     bson_t *q = BCON_NEW("txns.0", "{", "$exists", BCON_BOOL(true), "}");
-    md_collection *c = md_db_get_collection(db, ACCOUNTS);
-    md_cursor *cur = md_collection_find_with_opts(c, q, NULL);
-    const bson_t *d;
     bson_t *batch[256];
-    int k = 0, rc = 0;
-    while (k < 256 && md_cursor_next(cur, &d))
-        batch[k++] = bson_copy(d);
-    if (md_cursor_error(cur, err))
-        rc = MD_ERROR;
-    md_cursor_destroy(cur);
-    md_collection_destroy(c);
+    int k;
+    int rc = ap_find_copies(db, ACCOUNTS, q, batch, 256, &k, err);
     bson_destroy(q);
     for (int i = 0; i < k; i++) {
         bson_iter_t it, arr, f;
