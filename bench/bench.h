@@ -1,12 +1,14 @@
 /*
- * bench.h -- what the benchmark programs share: a monotonic clock, and
- * running a command that must succeed (any error or writeError ends the
- * program with the command's name and MongoDB's message).  Each program
+ * bench.h -- what the benchmark programs share: a monotonic clock, a fatal
+ * message (fail), and running a command that must succeed (any error or
+ * writeError ends the program with the command's name and MongoDB's
+ * message).  Each program
  * defines BENCH_NAME before including it, for its messages.
  */
 #ifndef BENCH_H
 #define BENCH_H
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -22,6 +24,19 @@ static inline double now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* A message and exit(1), for failures that are not a command's. */
+static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn, unused));
+static void fail(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs(BENCH_NAME ": ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(1);
 }
 
 static inline void die(const char *what, const md_error *err)

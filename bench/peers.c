@@ -164,17 +164,6 @@ typedef struct result {
     int64_t call_ns, eng_ns;
 } result;
 
-static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void fail(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("peers: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    exit(1);
-}
 
 /* ---- documents and operations ---------------------------------------- */
 
