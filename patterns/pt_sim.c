@@ -101,6 +101,18 @@ int64_t pt_op_users_per_iteration(const pt_op *op, const pt_run_opts *o)
     return n < 1 ? 1 : n;
 }
 
+/* A user's context: its own random stream, from the seed, its op and id. */
+static pt_user make_user(md_db *db, void *state, uint64_t seed, const sim_user *su, int client)
+{
+    return (pt_user){
+        .db = db,
+        .state = state,
+        .id = (uint64_t)su->id,
+        .rng = splitmix64(seed ^ ((uint64_t)su->op << 40) ^ (uint64_t)su->id) | 1,
+        .client = client,
+    };
+}
+
 static void *client_main(void *arg)
 {
     sim_client *c = arg;
@@ -117,13 +129,7 @@ static void *client_main(void *arg)
             continue;
         }
         sleep_until_ns(start);
-        pt_user u = {
-            .db = s->db,
-            .state = s->state,
-            .id = (uint64_t)su->id,
-            .rng = splitmix64(s->seed ^ ((uint64_t)su->op << 40) ^ (uint64_t)su->id) | 1,
-            .client = c->index,
-        };
+        pt_user u = make_user(s->db, s->state, s->seed, su, c->index);
         md_error err;
         md_error_clear(&err);
         int rc = s->sc->ops[su->op].run(&u, &err);
@@ -392,12 +398,7 @@ static int service_times(const pt_scenario *sc, const pt_run_opts *o, const char
         const sim_user *su = &users[i];
         if (sc->ops[su->op].needs_peers)
             continue;
-        pt_user u = {
-            .db = db,
-            .state = state,
-            .id = (uint64_t)su->id,
-            .rng = splitmix64(o->seed ^ ((uint64_t)su->op << 40) ^ (uint64_t)su->id) | 1,
-        };
+        pt_user u = make_user(db, state, o->seed, su, 0);
         md_error uerr;
         int64_t t = mono_ns();
         if (sc->ops[su->op].run(&u, &uerr) == 0) {
