@@ -112,6 +112,17 @@ out:
     return rc;
 }
 
+/* reserve, then destroy the six documents (the callers build them for it). */
+static int reserve_owned(md_db *db, bson_t *q1, bson_t *u1, bson_t *q2, bson_t *u2, bson_t *q3,
+                         bson_t *u3, const ap_tx_opts *o, md_error *err)
+{
+    int rc = reserve(db, q1, u1, q2, u2, q3, u3, o, err);
+    bson_t *docs[] = {q1, u1, q2, u2, q3, u3};
+    for (size_t i = 0; i < sizeof docs / sizeof *docs; i++)
+        bson_destroy(docs[i]);
+    return rc;
+}
+
 int ap_inv_add_item(md_db *db, int64_t cart_id, const char *sku, int32_t qty,
                     const ap_tx_opts *o, md_error *err)
 {
@@ -126,14 +137,7 @@ int ap_inv_add_item(md_db *db, int64_t cart_id, const char *sku, int32_t qty,
                           "timestamp", BCON_DATE_TIME(now), "}", "}");
     bson_t *q3 = BCON_NEW("_id", BCON_INT64(cart_id));
     bson_t *u3 = BCON_NEW("$pull", "{", "items", "{", "sku", BCON_UTF8(sku), "}", "}");
-    int rc = reserve(db, q1, u1, q2, u2, q3, u3, o, err);
-    bson_destroy(q1);
-    bson_destroy(u1);
-    bson_destroy(q2);
-    bson_destroy(u2);
-    bson_destroy(q3);
-    bson_destroy(u3);
-    return rc;
+    return reserve_owned(db, q1, u1, q2, u2, q3, u3, o, err);
 }
 
 int ap_inv_update_quantity(md_db *db, int64_t cart_id, const char *sku, int32_t old_qty,
@@ -152,14 +156,7 @@ int ap_inv_update_quantity(md_db *db, int64_t cart_id, const char *sku, int32_t 
                           BCON_DATE_TIME(now), "}");
     bson_t *q3 = BCON_NEW("_id", BCON_INT64(cart_id), "items.sku", BCON_UTF8(sku));
     bson_t *u3 = BCON_NEW("$inc", "{", "items.$.qty", BCON_INT32(-delta), "}");
-    int rc = reserve(db, q1, u1, q2, u2, q3, u3, o, err);
-    bson_destroy(q1);
-    bson_destroy(u1);
-    bson_destroy(q2);
-    bson_destroy(u2);
-    bson_destroy(q3);
-    bson_destroy(u3);
-    return rc;
+    return reserve_owned(db, q1, u1, q2, u2, q3, u3, o, err);
 }
 
 /* The qty of the product's carted entry for the cart: 0 and *found false
