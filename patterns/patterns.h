@@ -200,6 +200,9 @@ int pt_topics_publish(md_db *db, const char *ticker, double price, md_error *err
 /* find({time: {$gte: since}}) tailable + awaitData; each getMore waits up
  * to max_await_ms for a new ticker.  Never NULL; caller destroys. */
 md_cursor *pt_topics_subscribe(md_db *db, int64_t since_ms, int32_t max_await_ms);
+/* The simulator's Topic.listen(): find({}) tailable + awaitData, from the
+ * oldest ticker in the ring.  Never NULL; caller destroys. */
+md_cursor *pt_topics_listen(md_db *db, int32_t max_await_ms);
 /* The scenario's counts (state from its setup): tickers published, first
  * tickers received by subscribers, subscribers that got none in time. */
 int64_t pt_topics_published(void *state);

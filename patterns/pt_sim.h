@@ -22,10 +22,13 @@
  *                   v  a free client takes the earliest user not yet taken,
  *   client 0..C-1      sleeps until its start time, runs op->run(user)
  *
- * A user's latency runs from its scheduled start to the end of run(), so
- * time spent waiting for a free client (the driver's pool queue) or behind
- * a lock counts, as it did in the simulator.  Runtime is the wall time from
- * the first scheduled start to the last user's end.
+ * A user's latency runs from its start to the end of run(): from its
+ * scheduled start when it had to wait for a free client (the driver's pool
+ * queue), else from the moment its client woke up for it -- the simulator
+ * read a user's start time when its timer fired, so a timer's lateness was
+ * never the user's.  Waiting for a client or behind a lock counts, as it
+ * did in the simulator.  Runtime is the wall time from the first scheduled
+ * start to the last user's end.
  */
 #ifndef PT_SIM_H
 #define PT_SIM_H

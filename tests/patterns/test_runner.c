@@ -423,3 +423,45 @@ Test(runner_sim, max_run_stops_starting_users)
     cr_assert_eq(r->ops[0].hist.count, r->ops[0].users);
     free(r);
 }
+
+static int t_nap(pt_user *u, md_error *err)
+{
+    struct timespec ts = {0, 20 * 1000000L};
+    nanosleep(&ts, NULL);
+    return 0;
+}
+
+/* A user who finds every client busy waits, and the wait is its latency, as
+ * the driver's pool queue was; a free client's own wake-up is not (the
+ * simulator read its start time when the timer fired).  Six 20 ms users
+ * start 1 ms apart: one client runs them one after another (the sixth ends
+ * about 100 ms after its start), six clients each run one (each about
+ * 20 ms). */
+Test(runner_sim, waiting_for_a_free_client_counts)
+{
+    pt_scenario sc = t_scenario;
+    sc.nops = 1;
+    sc.ops[0].run = t_nap;
+    sc.ops[0].users = 6 * 1000 / 6; /* 6 per 6 ms iteration */
+    pt_run_opts o;
+    t_small_opts(&o, "btree");
+    o.resolution_ms = 6;
+    o.iterations = 1;
+    o.processes = 1;
+    o.pool_size = 1;
+    sc.check = NULL;
+    pt_run_result *r = calloc(1, sizeof *r);
+    md_error err;
+    cr_assert_eq(pt_run_scenario(&sc, &o, r, &err), 0, "%s", err.message);
+    cr_assert_eq(r->ops[0].users, 6);
+    cr_assert_geq(r->ops[0].fig.max, 95.0, "the last user waited: max %.3f ms",
+                  r->ops[0].fig.max);
+    cr_assert_geq(r->ops[0].fig.mean, 45.0, "mean %.3f ms", r->ops[0].fig.mean);
+    o.pool_size = 6;
+    cr_assert_eq(pt_run_scenario(&sc, &o, r, &err), 0, "%s", err.message);
+    cr_assert_eq(r->ops[0].users, 6);
+    cr_assert_geq(r->ops[0].fig.min, 20.0, "min %.3f ms", r->ops[0].fig.min);
+    cr_assert_lt(r->ops[0].fig.max, 45.0, "nobody waited for a client: max %.3f ms",
+                 r->ops[0].fig.max);
+    free(r);
+}

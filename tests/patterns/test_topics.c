@@ -92,6 +92,40 @@ Test(pt_topics, subscriber_gets_newer_tickers_in_order)
     }
 }
 
+/* The simulator's listener starts at the oldest ticker still in the ring,
+ * and after the ring wraps, at the oldest one left. */
+Test(pt_topics, listener_starts_at_the_oldest_ticker_in_the_ring)
+{
+    ptt_db t;
+    PTT_FOR_EACH_ENGINE(t) {
+        md_error err;
+        cr_assert_eq(pt_topics_create(t.db, &err), 0, "%s", err.message);
+        for (int i = 0; i < 3; i++)
+            cr_assert_eq(pt_topics_publish(t.db, "PIP", (double)i, &err), 0, "%s", err.message);
+        md_cursor *cur = pt_topics_listen(t.db, 50);
+        const bson_t *doc;
+        cr_assert(md_cursor_next(cur, &doc), "[%s] an existing ticker at once", t.engine);
+        cr_assert_eq(price_of(doc), 0.0, "[%s] the oldest first", t.engine);
+        md_cursor_destroy(cur);
+        /* 100,000 bytes hold far fewer than 5,000 tickers: the first three go */
+        for (int i = 0; i < 5000; i++)
+            cr_assert_eq(pt_topics_publish(t.db, "PIP", 100.0 + i, &err), 0, "%s",
+                         err.message);
+        bson_t *first = PTT_OK(&t, "{\"find\": \"ticker\", \"limit\": 1}");
+        bson_iter_t it;
+        cr_assert(ptt_find(first, "cursor.firstBatch.0.price", &it));
+        double oldest = bson_iter_double(&it);
+        bson_destroy(first);
+        cr_assert(oldest > 100.0, "[%s] the ring wrapped", t.engine);
+        cur = pt_topics_listen(t.db, 50);
+        cr_assert(md_cursor_next(cur, &doc), "[%s]", t.engine);
+        cr_assert_eq(price_of(doc), oldest, "[%s] the oldest left", t.engine);
+        cr_assert(md_cursor_next(cur, &doc) && price_of(doc) == oldest + 1.0,
+                  "[%s] then in order", t.engine);
+        md_cursor_destroy(cur);
+    }
+}
+
 typedef struct pub_arg {
     md_db *db;
     int n;
