@@ -231,8 +231,12 @@ int bt_get(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, bt_ent **
 
 /* Move p's entries [k, n) to a new page.  After an append the new page
  * will fill as p did: it gets p's capacity, so that it grows without a
- * realloc (an index leaf holds thousands of prefix-compressed keys). */
-static bt_page *page_split_off(bt_tree *t, bt_page *p, size_t k, bool append)
+ * realloc (an index leaf holds thousands of prefix-compressed keys).  For
+ * a leaf, `left` is the size of cells [0, k): the cells that stay keep
+ * their sizes, and of those that move only the first changes (it loses
+ * its prefix and rid delta), so both exact sizes follow without counting
+ * either half again. */
+static bt_page *page_split_off(bt_tree *t, bt_page *p, size_t k, bool append, size_t left)
 {
     bt_page *r = bt_page_new(p->type);
     size_t cap = append && p->cap > p->n - k + 16 ? p->cap : p->n - k + 16;
@@ -241,18 +245,19 @@ static bt_page *page_split_off(bt_tree *t, bt_page *p, size_t k, bool append)
         return NULL;
     }
     r->cap = cap;
-    size_t moved_disk = 0, moved_mem = 0;
+    size_t moved_disk = 0, moved_mem = 0, first = 0;
     for (size_t i = k; i < p->n; i++) {
         moved_disk += bt_ent_disk(p, &p->e[i], t->ovfl_min);
         moved_mem += bt_ent_mem(&p->e[i]);
     }
+    if (p->type == BT_PAGE_LEAF)
+        first = bt_cell_size(t, p, k);
     memcpy(r->e, &p->e[k], (p->n - k) * sizeof *r->e);
     r->n = p->n - k;
     p->n = k;
     if (p->type == BT_PAGE_LEAF) {
-        /* r's first cell loses its prefix: count both halves again */
-        r->leaf_size = bt_page_image_size(t, r);
-        p->leaf_size = bt_page_image_size(t, p);
+        r->leaf_size = p->leaf_size - left - first + bt_cell_size(t, r, 0);
+        p->leaf_size = BT_HDR + left;
     }
     p->disk_est -= moved_disk;
     r->disk_est += moved_disk;
@@ -274,16 +279,28 @@ static size_t page_size(bt_tree *t, bt_page *p)
     return p->type == BT_PAGE_LEAF ? p->leaf_size : bt_page_image_size(t, p);
 }
 
-/* Where to split: 90% of the bytes after an append, else half. */
-static size_t split_point(bt_tree *t, bt_page *p, bool append)
+/* Where to split: the first k whose cells [0, k) hold at least 90% of
+ * the bytes after an append, else half; *left gets their size.  After an
+ * append of a leaf the walk goes back from the end, so only the tenth that
+ * moves is measured (the same k: cells [k, n) then hold at most the rest). */
+static size_t split_point(bt_tree *t, bt_page *p, bool append, size_t *left)
 {
-    size_t want = (page_size(t, p) - BT_HDR) * (append ? 9 : 5) / 10, acc = 0, k = 0;
-    while (k < p->n && acc < want)
-        acc += bt_cell_size(t, p, k++);
+    size_t total = page_size(t, p) - BT_HDR;
+    size_t want = total * (append ? 9 : 5) / 10, acc = 0, k = 0;
+    if (append && p->type == BT_PAGE_LEAF) {
+        size_t right = 0, c;
+        for (k = p->n; k > 0 && right + (c = bt_cell_size(t, p, k - 1)) <= total - want; k--)
+            right += c;
+        acc = total - right;
+    } else {
+        while (k < p->n && acc < want)
+            acc += bt_cell_size(t, p, k++);
+    }
     if (k == 0)
-        k = 1;
+        acc += bt_cell_size(t, p, k++);
     if (k >= p->n)
-        k = p->n - 1;
+        acc -= bt_cell_size(t, p, --k);
+    *left = acc;
     return k;
 }
 
@@ -292,7 +309,9 @@ static int split(bt_tree *t, bt_pos *pos, int d, md_error *err)
 {
     bt_page *p = pos->pg[d];
     bool append = pos->slot[d] + 1 >= p->n;
-    bt_page *r = page_split_off(t, p, split_point(t, p, append), append);
+    size_t kept;
+    size_t k = split_point(t, p, append, &kept);
+    bt_page *r = page_split_off(t, p, k, append, kept);
     bt_ent sep;
     if (!r)
         return bt_nomem(err);
