@@ -93,11 +93,21 @@ static int ent_cmp(const bt_ent *en, const uint8_t *key, uint32_t klen, eng_rid 
     return eng_key_cmp(en->key, en->klen, en->rid, key, klen, rid);
 }
 
-/* First slot >= key (leaf), or the child slot covering key (internal). */
+/* First slot >= key (leaf), or the child slot covering key (internal).
+ * The last entry is compared first: a key past it (an append: RecordIds,
+ * increasing index keys) is answered by that one comparison, as
+ * WiredTiger's append search does; otherwise it bounds the binary search. */
 static size_t page_find(const bt_page *p, const uint8_t *key, uint32_t klen, eng_rid rid)
 {
     size_t lo = p->type == BT_PAGE_INT ? 1 : 0, hi = p->n;
     uint64_t kp = bt_key_prefix(key, klen);
+    if (hi > lo) {
+        const bt_ent *en = &p->e[hi - 1];
+        int c = en->kpfx != kp ? (en->kpfx < kp ? -1 : 1) : ent_cmp(en, key, klen, rid);
+        if (c < 0 || (c == 0 && p->type == BT_PAGE_INT))
+            return p->type == BT_PAGE_INT ? hi - 1 : hi;
+        hi--; /* the last entry is >= key (leaf), > key (internal) */
+    }
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         const bt_ent *en = &p->e[mid];

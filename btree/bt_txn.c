@@ -220,16 +220,30 @@ static int chain_cmp(const bt_chain *c, const uint8_t *key, uint32_t klen, eng_r
     return chain_cmp_p(c, bt_key_prefix(key, klen), key, klen, rid);
 }
 
-/* The first chain >= (key, rid); slot[i] (if given) gets the link at level
- * i that points at or past it. */
+static bt_chain **ov_tail(bt_overlay *o, int i)
+{
+    return o->tail[i] ? o->tail[i] : &o->head[i];
+}
+
+/* The chain whose next[0] is the link `l` (NULL: l is head[0]). */
+static bt_chain *ov_owner0(bt_overlay *o, bt_chain **l)
+{
+    return l == &o->head[0] ? NULL : (bt_chain *)((char *)l - offsetof(bt_chain, next));
+}
+
+/* The first chain >= (key, rid); slot[i] (if given) gets, for the levels
+ * in use (i < top), the link at level i that points at or past it.  A key
+ * past the last chain is answered from the tails, with one comparison. */
 static bt_chain *ov_find(bt_overlay *o, const uint8_t *key, uint32_t klen, eng_rid rid,
                          bt_chain ***slot)
 {
     bt_chain **links = o->head, *x;
     uint64_t kp = bt_key_prefix(key, klen);
-    if (slot)
-        for (int i = BT_SKIP_MAX - 1; i >= o->top; i--)
-            slot[i] = &o->head[i]; /* no chain that tall */
+    if (o->last && chain_cmp_p(o->last, kp, key, klen, rid) < 0) {
+        for (int i = 0; slot && i < o->top; i++)
+            slot[i] = ov_tail(o, i);
+        return NULL;
+    }
     for (int i = o->top - 1; i >= 0; i--) {
         while ((x = links[i]) && chain_cmp_p(x, kp, key, klen, rid) < 0)
             links = x->next;
@@ -345,9 +359,14 @@ static bt_chain *ov_insert(bt_tree *t, bt_chain ***slot, const uint8_t *key, uin
     c->rid = rid;
     c->height = h;
     for (int i = 0; i < h; i++) {
-        c->next[i] = *slot[i];
-        *slot[i] = c;
+        bt_chain **l = i < t->ov.top ? slot[i] : &t->ov.head[i]; /* no chain that tall */
+        c->next[i] = *l;
+        *l = c;
+        if (!c->next[i])
+            t->ov.tail[i] = &c->next[i];
     }
+    if (!c->next[0])
+        t->ov.last = c;
     if (h > t->ov.top)
         t->ov.top = h;
     __atomic_store_n(&t->ov.n, t->ov.n + 1, __ATOMIC_RELAXED);
@@ -368,8 +387,13 @@ static void ov_remove(bt_engine *e, bt_tree *t, bt_chain *c)
     bt_chain *f = ov_find(&t->ov, c->key, c->klen, c->rid, slot);
     assert(f == c && !c->pending);
     (void)f;
-    for (int i = 0; i < c->height; i++)
+    for (int i = 0; i < c->height; i++) {
         *slot[i] = c->next[i];
+        if (ov_tail(&t->ov, i) == &c->next[i])
+            t->ov.tail[i] = slot[i];
+    }
+    if (t->ov.last == c)
+        t->ov.last = ov_owner0(&t->ov, slot[0]);
     __atomic_store_n(&t->ov.n, t->ov.n - 1, __ATOMIC_RELAXED);
     chain_free(e, c);
 }
@@ -459,7 +483,9 @@ static int fold_tree(bt_engine *e, bt_tree *t, uint64_t oldest, md_error *err)
         if (tail[i] != &o->head[i])
             o->top = i + 1;
         *tail[i] = NULL;
+        o->tail[i] = tail[i];
     }
+    o->last = ov_owner0(o, tail[0]);
     __atomic_store_n(&o->n, n, __ATOMIC_RELAXED);
     o->pending -= applied;
     o->fold_at = n * 2 > BT_FOLD_MIN ? n * 2 : BT_FOLD_MIN;
