@@ -481,6 +481,15 @@ int eng_rc_to_code(int rc);
  * (bson_validate costs several times as much): for engines without a
  * checksum on records, before a document leaves the library. */
 bool eng_bson_well_formed(const uint8_t *p, uint32_t len);
+/* What an insert asks of a document's top-level names, noted by the same
+ * walk (eng_bson_well_formed_top): the document is walked once where it
+ * enters, not again to be checked for insertion. */
+typedef struct eng_bson_top {
+    bool id_first;      /* the first element is named _id */
+    int nid;            /* elements named _id */
+    const char *dollar; /* the first name starting with '$', or NULL */
+} eng_bson_top;
+bool eng_bson_well_formed_top(const uint8_t *p, uint32_t len, eng_bson_top *top);
 /* One element of a document's bytes, as eng_bson_next reads it. */
 typedef struct eng_bson_elem {
     uint8_t type;

@@ -293,6 +293,15 @@ void q_keyset_cleanup(q_keyset *ks);
 int q_index_keys(const bson_t *pattern, const bson_t *doc, bool sparse, q_keyset *out,
                  md_error *err);
 /*
+ * The key of `doc` for the one-field pattern {field: 1} (desc: -1) with a
+ * top-level field (no dot, not empty), made without the key generator:
+ * appended to `out`, 1; 0 when a sparse index takes no key (the field is
+ * missing); -1 when only q_index_keys can say (the value is an array, or
+ * the key is too long: its error), `out` then unchanged.  Whenever it
+ * answers, its key is q_index_keys' one key.
+ */
+int q_key_simple(const char *field, bool desc, bool sparse, const bson_t *doc, q_buf *out);
+/*
  * Decode key `key` of a non-multikey index with pattern `pattern` back into
  * {field: value, ...} (out initialized by the call).  Numbers come back as
  * int32 / int64 when integral, else double (the encoding keeps no numeric
