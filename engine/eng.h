@@ -64,6 +64,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "minidoc.h"
 
@@ -517,8 +518,29 @@ static inline bool eng_bson_next(const uint8_t *p, uint32_t end, uint32_t *i,
         return false;
     uint32_t k = *i + 1;
     uint8_t high = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    /* the key's NUL eight bytes at a time: the lowest byte flagged by
+     * (w - 0x01..) & ~w & 0x80.. is the first zero byte */
+    while (k + 8 <= end) {
+        uint64_t w, z;
+        memcpy(&w, p + k, 8);
+        z = (w - 0x0101010101010101ull) & ~w & 0x8080808080808080ull;
+        if (z) {
+            unsigned nb = (unsigned)__builtin_ctzll(z) / 8;
+            uint64_t before = nb ? w & (~0ull >> (64 - 8 * nb)) : 0;
+            high |= (before & 0x8080808080808080ull) ? 0x80 : 0;
+            k += nb;
+            goto key_end;
+        }
+        high |= (w & 0x8080808080808080ull) ? 0x80 : 0;
+        k += 8;
+    }
+#endif
     while (k < end && p[k] != 0)
         high |= p[k++];
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+key_end:
+#endif
     if (k == end)
         return false;
     uint32_t v = k + 1, left = end - v;
