@@ -273,12 +273,17 @@ typedef struct bt_engine bt_engine;
  * writer has not committed.  present = false is a tombstone (or "absent"
  * for a base image).  The oldest version of a chain is visible to every
  * open snapshot (invariant 6).  The value lies in the same allocation,
- * after the record (one malloc per version). */
+ * after the record (one malloc per version); a sorted store's version
+ * written by a transaction has a copy of its key before the record (koff
+ * bytes, padded), so that the allocation, led by the key and holding the
+ * value, has a page entry's layout: a fold gives it to the page instead of
+ * copying it when the chain goes (bt_apply_near's `own`). */
 typedef struct bt_upd {
     struct bt_upd *older;
     uint64_t txn_id;
     uint64_t ts;
     bool present;
+    uint32_t koff; /* the allocation starts koff bytes before the record */
     uint32_t vlen;
     uint8_t *val; /* into this allocation; NULL when there is no value */
     size_t mod;   /* uncommitted: the writer's bt_mod index */
@@ -415,9 +420,12 @@ int bt_get(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, bt_ent **
 /* A fold's put or delete, keys in increasing order: *hint (depth 0: none)
  * is the previous call's path, and a key within its leaf's range is
  * searched in that leaf alone.  A delete of an absent key does nothing.
- * Counters are the caller's (commit kept them). */
+ * Counters are the caller's (commit kept them).  A put with `own` puts
+ * that entry, whose allocation (at own->key) it takes instead of copying
+ * key and value; *taken (when own) tells whether the page has it. */
 int bt_apply_near(bt_tree *t, bt_pos *hint, const uint8_t *key, uint32_t klen, eng_rid rid,
-                  const uint8_t *val, uint32_t vlen, bool has_val, bool del, md_error *err);
+                  const uint8_t *val, uint32_t vlen, bool has_val, bool del, bt_ent *own,
+                  bool *taken, md_error *err);
 int bt_reconcile_tree(bt_tree *t, md_error *err);
 void bt_tree_free_pages(bt_tree *t);
 int bt_evict(bt_engine *e, size_t target);

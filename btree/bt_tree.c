@@ -380,14 +380,13 @@ static int leaf_maybe_split(bt_tree *t, bt_pos *pos, md_error *err)
     return split(t, pos, pos->depth - 1, err);
 }
 
-/* Put at pos, found for the key (exact: the key is there). */
-static int put_at(bt_tree *t, bt_pos *pos, bool exact, const uint8_t *key, uint32_t klen,
-                  eng_rid rid, const uint8_t *val, uint32_t vlen, bool has_val, int64_t *old,
-                  md_error *err)
+/* Put entry *en at pos, found for its key (exact: the key is there).  The
+ * page takes en's allocation when *taken turns true; before that the
+ * caller keeps it. */
+static int put_ent(bt_tree *t, bt_pos *pos, bool exact, bt_ent *en, int64_t *old,
+                   bool *taken, md_error *err)
 {
-    bt_ent en;
-    if (bt_ent_set(&en, key, klen, rid, val, vlen, has_val))
-        return bt_nomem(err);
+    *taken = false;
     t->eng->gen++;
     bt_page *leaf = pos->pg[pos->depth - 1];
     size_t s = pos->slot[pos->depth - 1];
@@ -398,13 +397,27 @@ static int put_at(bt_tree *t, bt_pos *pos, bool exact, const uint8_t *key, uint3
         bt_page_free_block(t, &leaf->e[s].addr); /* the old overflow value */
         bt_page_remove_at(t, leaf, s);
     }
-    if (bt_page_insert_at(t, leaf, s, &en)) {
-        free(en.key);
+    if (bt_page_insert_at(t, leaf, s, en))
         return bt_nomem(err);
-    }
-    t->pages_ovfl += bt_ent_is_ovfl(t, &en);
+    *taken = true;
+    t->pages_ovfl += bt_ent_is_ovfl(t, en);
     set_dirty(t, leaf);
     return leaf_maybe_split(t, pos, err);
+}
+
+/* Put (key, rid) -> val at pos, a copy. */
+static int put_at(bt_tree *t, bt_pos *pos, bool exact, const uint8_t *key, uint32_t klen,
+                  eng_rid rid, const uint8_t *val, uint32_t vlen, bool has_val, int64_t *old,
+                  md_error *err)
+{
+    bt_ent en;
+    bool taken;
+    if (bt_ent_set(&en, key, klen, rid, val, vlen, has_val))
+        return bt_nomem(err);
+    int rc = put_ent(t, pos, exact, &en, old, &taken, err);
+    if (!taken)
+        free(en.key);
+    return rc;
 }
 
 int bt_put(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, const uint8_t *val,
@@ -532,11 +545,14 @@ static bool pos_covers(const bt_pos *pos, const uint8_t *key, uint32_t klen, eng
 }
 
 int bt_apply_near(bt_tree *t, bt_pos *hint, const uint8_t *key, uint32_t klen, eng_rid rid,
-                  const uint8_t *val, uint32_t vlen, bool has_val, bool del, md_error *err)
+                  const uint8_t *val, uint32_t vlen, bool has_val, bool del, bt_ent *own,
+                  bool *taken, md_error *err)
 {
     int64_t shape = t->pages_leaf + t->pages_int;
     bool exact;
     int rc;
+    if (taken)
+        *taken = false;
     if (del || hint->depth == 0 || !pos_covers(hint, key, klen, rid)) {
         if (del) {
             hint->depth = 0; /* an unlink or merge may follow */
@@ -550,13 +566,14 @@ int bt_apply_near(bt_tree *t, bt_pos *hint, const uint8_t *key, uint32_t klen, e
     } else {
         int d = hint->depth - 1;
         bt_page *leaf = hint->pg[d];
-        size_t s = ent_cmp(&leaf->e[leaf->n - 1], key, klen, rid) < 0
-                       ? leaf->n /* an append: the common case of a fold's walk */
-                       : page_find(leaf, key, klen, rid);
+        size_t s = page_find(leaf, key, klen, rid); /* an append: one comparison */
         hint->slot[d] = s;
         exact = s < leaf->n && ent_cmp(&leaf->e[s], key, klen, rid) == 0;
     }
-    rc = put_at(t, hint, exact, key, klen, rid, val, vlen, has_val, NULL, err);
+    if (own)
+        rc = put_ent(t, hint, exact, own, NULL, taken, err);
+    else
+        rc = put_at(t, hint, exact, key, klen, rid, val, vlen, has_val, NULL, err);
     if (rc || t->pages_leaf + t->pages_int != shape)
         hint->depth = 0; /* split: the path changed */
     return rc;

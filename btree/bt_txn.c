@@ -302,14 +302,20 @@ static int rand_height(void)
     return h;
 }
 
+/* A version; `key` (klen bytes, or none) is copied before the record. */
 static bt_upd *upd_new(uint64_t txn_id, bool present, const uint8_t *val, uint32_t vlen,
-                       bool has_val)
+                       bool has_val, const uint8_t *key, uint32_t klen)
 {
     bool v = present && has_val;
-    bt_upd *u = malloc(sizeof *u + (v ? vlen : 0));
-    if (!u)
+    size_t off = ((size_t)klen + 7) & ~(size_t)7;
+    uint8_t *mem = malloc(off + sizeof(bt_upd) + (v ? vlen : 0));
+    if (!mem)
         return NULL;
+    if (klen)
+        memcpy(mem, key, klen);
+    bt_upd *u = (bt_upd *)(mem + off);
     memset(u, 0, sizeof *u);
+    u->koff = (uint32_t)off;
     u->txn_id = txn_id;
     u->present = present;
     if (v) {
@@ -325,12 +331,17 @@ static bt_upd *upd_new(uint64_t txn_id, bool present, const uint8_t *val, uint32
  * record, never written and never freed: no allocation for it. */
 static bt_upd absent_image;
 
+static void upd_free(bt_upd *u)
+{
+    free((uint8_t *)u - u->koff);
+}
+
 static int64_t upd_free_list(bt_upd *u)
 {
     int64_t n = 0;
     for (; u && u != &absent_image; n++) {
         bt_upd *o = u->older;
-        free(u);
+        upd_free(u);
         u = o;
     }
     return n;
@@ -347,7 +358,8 @@ static bt_chain *ov_insert(bt_tree *t, bt_chain ***slot, const uint8_t *key, uin
         return NULL;
     memset(c, 0, links);
     c->key = (uint8_t *)c + links;
-    c->head = base ? upd_new(0, true, base->val, base->vlen, base->has_val) : &absent_image;
+    c->head = base ? upd_new(0, true, base->val, base->vlen, base->has_val, NULL, 0)
+                   : &absent_image;
     if (!c->head) {
         free(c);
         return NULL;
@@ -452,14 +464,36 @@ static int fold_tree(bt_engine *e, bt_tree *t, uint64_t oldest, md_error *err)
         if (c->pending && rc == 0) {
             if (u->txn_id && !u->ts)
                 u = u->older; /* an open transaction's version: below it */
+            /* The chain's head, when every snapshot sees it, goes to the
+             * page itself (its allocation has an entry's layout: the key,
+             * then the value), and the chain is dropped below. */
+            bool give = u == c->head && u->present && u->ts && u->ts <= oldest &&
+                        u->koff >= c->klen;
+            bool taken = false;
+            bt_ent en;
+            if (give) {
+                memset(&en, 0, sizeof en);
+                en.key = (uint8_t *)u - u->koff;
+                en.klen = c->klen;
+                en.kpfx = c->kpfx;
+                en.rid = c->rid;
+                en.has_val = t->kind != BT_SS;
+                en.val = en.has_val ? u->val : NULL;
+                en.vlen = en.has_val ? u->vlen : 0;
+            }
             int r = bt_apply_near(t, &hint, c->key, c->klen, c->rid, u->val, u->vlen,
-                                  t->kind != BT_SS, !u->present, err);
-            if (r == 0) {
+                                  t->kind != BT_SS, !u->present, give ? &en : NULL, &taken,
+                                  err);
+            if (taken) { /* the page has it: out of the chain */
+                c->head = u->older;
+                ADD(e->st.freed, 1);
+            }
+            if (r == 0 || taken) {
                 c->pending = false;
                 applied++;
-            } else {
-                rc = r;
             }
+            if (r)
+                rc = r;
         }
         u = c->head;
         if (!c->pending && (!u->txn_id || (u->ts && u->ts <= oldest))) {
@@ -672,6 +706,9 @@ static int push_version(bt_txn *x, bt_tree *t, bt_chain *c, bool present, const 
 {
     bt_upd *u = c->head;
     bool has_val = t->kind != BT_SS;
+    /* a sorted store's key leads its version (a record store's key is empty) */
+    const uint8_t *k = present ? c->key : NULL;
+    uint32_t kl = present ? c->klen : 0;
     if (u->txn_id != x->id) {
         if (x->nm == x->capm) {
             size_t ncap = x->capm ? x->capm * 2 : 32;
@@ -681,20 +718,20 @@ static int push_version(bt_txn *x, bt_tree *t, bt_chain *c, bool present, const 
             x->m = nv;
             x->capm = ncap;
         }
-        if (!(u = upd_new(x->id, present, val, vlen, has_val)))
+        if (!(u = upd_new(x->id, present, val, vlen, has_val, k, kl)))
             return MD_ENOMEM;
         u->older = c->head;
         u->mod = x->nm;
         c->head = u;
         x->m[x->nm++] = (bt_mod){.t = t, .c = c};
     } else {
-        bt_upd *nu = upd_new(x->id, present, val, vlen, has_val);
+        bt_upd *nu = upd_new(x->id, present, val, vlen, has_val, k, kl);
         if (!nu)
             return MD_ENOMEM;
         nu->older = u->older;
         nu->mod = u->mod;
         c->head = nu;
-        free(u);
+        upd_free(u);
         u = nu;
     }
     bt_mod *m = &x->m[u->mod];
