@@ -403,6 +403,10 @@ int bt_tree_init_empty(bt_tree *t);
 int bt_child(bt_tree *t, bt_ent *en, bt_page **out, md_error *err);
 int bt_search(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, bt_pos *pos,
               bool *exact, md_error *err);
+/* bt_search for a write: a key past a page's last entry (an append) is
+ * found with one comparison per level. */
+int bt_search_write(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, bt_pos *pos,
+                    bool *exact, md_error *err);
 int bt_pos_normalize(bt_tree *t, bt_pos *pos, md_error *err);
 int bt_pos_next(bt_tree *t, bt_pos *pos, md_error *err);
 int bt_pos_prev(bt_tree *t, bt_pos *pos, md_error *err);

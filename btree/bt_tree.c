@@ -94,14 +94,17 @@ static int ent_cmp(const bt_ent *en, const uint8_t *key, uint32_t klen, eng_rid 
 }
 
 /* First slot >= key (leaf), or the child slot covering key (internal).
- * The last entry is compared first: a key past it (an append: RecordIds,
- * increasing index keys) is answered by that one comparison, as
- * WiredTiger's append search does; otherwise it bounds the binary search. */
-static size_t page_find(const bt_page *p, const uint8_t *key, uint32_t klen, eng_rid rid)
+ * With `tail` (writes, whose keys are mostly appends: RecordIds,
+ * increasing index keys) the last entry is compared first: a key past it
+ * is answered by that one comparison, as WiredTiger's append search does;
+ * otherwise it bounds the binary search.  Reads, whose keys fall anywhere,
+ * do not pay for that comparison. */
+static inline size_t page_find(const bt_page *p, const uint8_t *key, uint32_t klen,
+                               eng_rid rid, bool tail)
 {
     size_t lo = p->type == BT_PAGE_INT ? 1 : 0, hi = p->n;
     uint64_t kp = bt_key_prefix(key, klen);
-    if (hi > lo) {
+    if (tail && hi > lo) {
         const bt_ent *en = &p->e[hi - 1];
         int c = en->kpfx != kp ? (en->kpfx < kp ? -1 : 1) : ent_cmp(en, key, klen, rid);
         if (c < 0 || (c == 0 && p->type == BT_PAGE_INT))
@@ -120,8 +123,10 @@ static size_t page_find(const bt_page *p, const uint8_t *key, uint32_t klen, eng
     return p->type == BT_PAGE_INT ? lo - 1 : lo;
 }
 
-int bt_search(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, bt_pos *pos,
-              bool *exact, md_error *err)
+/* Inlined into bt_search and bt_search_write, each with its page_find. */
+static inline __attribute__((always_inline)) int search(bt_tree *t, const uint8_t *key,
+                                                        uint32_t klen, eng_rid rid, bt_pos *pos,
+                                                        bool *exact, bool tail, md_error *err)
 {
     bt_page *p;
     int rc = tree_root(t, &p, err);
@@ -131,7 +136,7 @@ int bt_search(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, bt_pos
     for (;;) {
         if (pos->depth >= BT_MAX_DEPTH)
             return ENG_CORRUPT(err, "btree: %s: tree too deep", t->blk.path);
-        size_t s = page_find(p, key, klen, rid);
+        size_t s = page_find(p, key, klen, rid, tail);
         pos->pg[pos->depth] = p;
         pos->slot[pos->depth++] = s;
         if (p->type == BT_PAGE_LEAF)
@@ -143,6 +148,18 @@ int bt_search(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, bt_pos
         *exact = pos->slot[pos->depth - 1] < p->n &&
                  ent_cmp(&p->e[pos->slot[pos->depth - 1]], key, klen, rid) == 0;
     return 0;
+}
+
+int bt_search(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, bt_pos *pos,
+              bool *exact, md_error *err)
+{
+    return search(t, key, klen, rid, pos, exact, false, err);
+}
+
+int bt_search_write(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, bt_pos *pos,
+                    bool *exact, md_error *err)
+{
+    return search(t, key, klen, rid, pos, exact, true, err);
 }
 
 bt_ent *bt_pos_ent(bt_pos *pos)
@@ -425,7 +442,7 @@ int bt_put(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, const uin
 {
     bt_pos pos;
     bool exact;
-    int rc = bt_search(t, key, klen, rid, &pos, &exact, err);
+    int rc = bt_search_write(t, key, klen, rid, &pos, &exact, err);
     if (rc)
         return rc;
     return put_at(t, &pos, exact, key, klen, rid, val, vlen, has_val, old, err);
@@ -559,14 +576,14 @@ int bt_apply_near(bt_tree *t, bt_pos *hint, const uint8_t *key, uint32_t klen, e
             rc = bt_del(t, key, klen, rid, NULL, err);
             return rc == MD_NOTFOUND ? 0 : rc;
         }
-        if ((rc = bt_search(t, key, klen, rid, hint, &exact, err)) != 0) {
+        if ((rc = bt_search_write(t, key, klen, rid, hint, &exact, err)) != 0) {
             hint->depth = 0;
             return rc;
         }
     } else {
         int d = hint->depth - 1;
         bt_page *leaf = hint->pg[d];
-        size_t s = page_find(leaf, key, klen, rid); /* an append: one comparison */
+        size_t s = page_find(leaf, key, klen, rid, true); /* an append: one comparison */
         hint->slot[d] = s;
         exact = s < leaf->n && ent_cmp(&leaf->e[s], key, klen, rid) == 0;
     }

@@ -643,7 +643,7 @@ static int base_equal(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid
                       bt_ent **own, bt_equal *q, md_error *err)
 {
     bt_pos pos;
-    int rc = bt_search(t, key, klen, INT64_MIN, &pos, NULL, err);
+    int rc = bt_search_write(t, key, klen, INT64_MIN, &pos, NULL, err);
     if (rc == 0)
         rc = bt_pos_normalize(t, &pos, err);
     for (; rc == 0; rc = bt_pos_next(t, &pos, err)) {
