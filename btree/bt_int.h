@@ -23,7 +23,12 @@
  * exclusively and leaves them there, pending; a fold, also under the
  * exclusive latch, applies a tree's pending versions to the base in key
  * order (when the overlay reaches its bound, at checkpoint, verify, and by
- * an idle reader) and drops the chains no snapshot needs.  Every read and
+ * an idle reader) and drops the chains no snapshot needs; a version every
+ * snapshot sees becomes the page entry itself (its allocation is laid out
+ * as one: key, then value), not a copy.  Appends -- RecordIds, increasing
+ * index keys -- cost one comparison where they are placed: an overlay's
+ * tails (bt_overlay.tail, .last) and a write's page search
+ * (bt_search_write) check the end first.  Every read and
  * write call holds the latch shared for its duration, so it sees the base
  * whole; readers resolve keys that have a chain through it (their snapshot,
  * or outside a transaction the newest commit), others read the base.

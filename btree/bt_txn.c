@@ -13,7 +13,8 @@
  * commit to the base in key order (a walk of the skiplist's level 0, each
  * put searching only the previous put's leaf when the key falls in it),
  * then drops the chains no snapshot needs and relinks the rest in the same
- * pass:
+ * pass (a dropped chain's newest version, which every snapshot sees, is
+ * given to the page as its entry rather than copied):
  *
  *   write  ──> overlay chain  [T7 uncommitted] -> [ts 12] -> [base image]
  *   commit ── exclusive latch ──> log record, ts = ++last_ts, versions

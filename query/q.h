@@ -68,8 +68,13 @@
  * parsing differs.  An _id equality skips the planner (q_idhack.c); a
  * size-preserving update is applied in place (q_update_fast.c); the memory
  * of both comes from per-thread arenas and caches, so that steady-state
- * finds and $inc by _id allocate nothing.  internalQueryFastPaths: false
- * (an open option) turns every shortcut off for differential tests.
+ * finds and $inc by _id allocate nothing.  An insert's document is walked
+ * once, where it enters (the validation notes what the insert checks:
+ * eng_bson_well_formed_top), is stored as it is when _id leads it, and a
+ * one-field index's key is made on the stack without the key generator
+ * (q_key_simple): the query layer allocates nothing for it either.
+ * internalQueryFastPaths: false (an open option) turns every shortcut off
+ * for differential tests.
  *
  * query/ never knows which engine runs below it; where it matters it asks
  * the engine for a capability (eng_rs_has_damages, ops->collection_lock).

@@ -315,7 +315,10 @@ static void ins_keys_free(q_coll *c, ins_keys *ik)
     }
 }
 
-static int ins_keys_compute(q_coll *c, const bson_t *doc, ins_keys *ik, md_error *err)
+/* simple: one-field indexes through q_key_simple (false with
+ * internalQueryFastPaths: false, for the differential tests). */
+static int ins_keys_compute(q_coll *c, const bson_t *doc, ins_keys *ik, bool simple,
+                            md_error *err)
 {
     assert(c->nidx <= Q_INDEXES_MAX);
     ik->used = 0;
@@ -325,7 +328,7 @@ static int ins_keys_compute(q_coll *c, const bson_t *doc, ins_keys *ik, md_error
     }
     for (size_t i = 0; i < c->nidx; i++) {
         q_index *ix = c->idx[i];
-        if (ix->simple) {
+        if (simple && ix->simple) {
             q_buf *b = &ik->one[i];
             size_t room = sizeof ik->mem - ik->used;
             if (room >= 32)
@@ -381,7 +384,7 @@ int q_write_insert(md_db *db, q_coll *c, const bson_t *doc, bool durable, eng_ri
     ins_keys ik;
     eng_rid rid = ENG_RID_NONE;
     int rc = q_write_allowed(db, err);
-    if (rc || (rc = ins_keys_compute(c, doc, &ik, err)) != 0)
+    if (rc || (rc = ins_keys_compute(c, doc, &ik, !db->no_fast, err)) != 0)
         return rc;
     if (c->capped)
         pthread_mutex_lock(&c->cap_write_mu);
