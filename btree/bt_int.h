@@ -23,7 +23,12 @@
  * exclusively and leaves them there, pending; a fold, also under the
  * exclusive latch, applies a tree's pending versions to the base in key
  * order (when the overlay reaches its bound, at checkpoint, verify, and by
- * an idle reader) and drops the chains no snapshot needs.  Every read and
+ * an idle reader) and drops the chains no snapshot needs; a version every
+ * snapshot sees becomes the page entry itself (its allocation is laid out
+ * as one: key, then value), not a copy.  Appends -- RecordIds, increasing
+ * index keys -- cost one comparison where they are placed: an overlay's
+ * tails (bt_overlay.tail, .last) and a write's page search
+ * (bt_search_write) check the end first.  Every read and
  * write call holds the latch shared for its duration, so it sees the base
  * whole; readers resolve keys that have a chain through it (their snapshot,
  * or outside a transaction the newest commit), others read the base.
@@ -273,12 +278,17 @@ typedef struct bt_engine bt_engine;
  * writer has not committed.  present = false is a tombstone (or "absent"
  * for a base image).  The oldest version of a chain is visible to every
  * open snapshot (invariant 6).  The value lies in the same allocation,
- * after the record (one malloc per version). */
+ * after the record (one malloc per version); a sorted store's version
+ * written by a transaction has a copy of its key before the record (koff
+ * bytes, padded), so that the allocation, led by the key and holding the
+ * value, has a page entry's layout: a fold gives it to the page instead of
+ * copying it when the chain goes (bt_apply_near's `own`). */
 typedef struct bt_upd {
     struct bt_upd *older;
     uint64_t txn_id;
     uint64_t ts;
     bool present;
+    uint32_t koff; /* the allocation starts koff bytes before the record */
     uint32_t vlen;
     uint8_t *val; /* into this allocation; NULL when there is no value */
     size_t mod;   /* uncommitted: the writer's bt_mod index */
@@ -315,6 +325,12 @@ typedef struct bt_overlay {
     pthread_mutex_t mu;
     bool mu_ok;              /* mu initialized (bt_ov_init) */
     bt_chain *head[BT_SKIP_MAX];
+    /* The end of each level: the link that holds its NULL (NULL here:
+     * head[i]), and the last chain of level 0 (NULL: none).  A key past
+     * the last chain (an append: RecordIds, increasing index keys) is
+     * placed with one comparison, without a search. */
+    bt_chain **tail[BT_SKIP_MAX];
+    bt_chain *last;
     int top;                 /* levels in use: no chain is taller */
     size_t n;                /* chains (atomic: read without mu) */
     size_t pending;          /* chains with a committed version to apply */
@@ -392,6 +408,10 @@ int bt_tree_init_empty(bt_tree *t);
 int bt_child(bt_tree *t, bt_ent *en, bt_page **out, md_error *err);
 int bt_search(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, bt_pos *pos,
               bool *exact, md_error *err);
+/* bt_search for a write: a key past a page's last entry (an append) is
+ * found with one comparison per level. */
+int bt_search_write(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, bt_pos *pos,
+                    bool *exact, md_error *err);
 int bt_pos_normalize(bt_tree *t, bt_pos *pos, md_error *err);
 int bt_pos_next(bt_tree *t, bt_pos *pos, md_error *err);
 int bt_pos_prev(bt_tree *t, bt_pos *pos, md_error *err);
@@ -409,9 +429,12 @@ int bt_get(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, bt_ent **
 /* A fold's put or delete, keys in increasing order: *hint (depth 0: none)
  * is the previous call's path, and a key within its leaf's range is
  * searched in that leaf alone.  A delete of an absent key does nothing.
- * Counters are the caller's (commit kept them). */
+ * Counters are the caller's (commit kept them).  A put with `own` puts
+ * that entry, whose allocation (at own->key) it takes instead of copying
+ * key and value; *taken (when own) tells whether the page has it. */
 int bt_apply_near(bt_tree *t, bt_pos *hint, const uint8_t *key, uint32_t klen, eng_rid rid,
-                  const uint8_t *val, uint32_t vlen, bool has_val, bool del, md_error *err);
+                  const uint8_t *val, uint32_t vlen, bool has_val, bool del, bt_ent *own,
+                  bool *taken, md_error *err);
 int bt_reconcile_tree(bt_tree *t, md_error *err);
 void bt_tree_free_pages(bt_tree *t);
 int bt_evict(bt_engine *e, size_t target);

@@ -93,11 +93,24 @@ static int ent_cmp(const bt_ent *en, const uint8_t *key, uint32_t klen, eng_rid 
     return eng_key_cmp(en->key, en->klen, en->rid, key, klen, rid);
 }
 
-/* First slot >= key (leaf), or the child slot covering key (internal). */
-static size_t page_find(const bt_page *p, const uint8_t *key, uint32_t klen, eng_rid rid)
+/* First slot >= key (leaf), or the child slot covering key (internal).
+ * With `tail` (writes, whose keys are mostly appends: RecordIds,
+ * increasing index keys) the last entry is compared first: a key past it
+ * is answered by that one comparison, as WiredTiger's append search does;
+ * otherwise it bounds the binary search.  Reads, whose keys fall anywhere,
+ * do not pay for that comparison. */
+static inline size_t page_find(const bt_page *p, const uint8_t *key, uint32_t klen,
+                               eng_rid rid, bool tail)
 {
     size_t lo = p->type == BT_PAGE_INT ? 1 : 0, hi = p->n;
     uint64_t kp = bt_key_prefix(key, klen);
+    if (tail && hi > lo) {
+        const bt_ent *en = &p->e[hi - 1];
+        int c = en->kpfx != kp ? (en->kpfx < kp ? -1 : 1) : ent_cmp(en, key, klen, rid);
+        if (c < 0 || (c == 0 && p->type == BT_PAGE_INT))
+            return p->type == BT_PAGE_INT ? hi - 1 : hi;
+        hi--; /* the last entry is >= key (leaf), > key (internal) */
+    }
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         const bt_ent *en = &p->e[mid];
@@ -110,8 +123,10 @@ static size_t page_find(const bt_page *p, const uint8_t *key, uint32_t klen, eng
     return p->type == BT_PAGE_INT ? lo - 1 : lo;
 }
 
-int bt_search(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, bt_pos *pos,
-              bool *exact, md_error *err)
+/* Inlined into bt_search and bt_search_write, each with its page_find. */
+static inline __attribute__((always_inline)) int search(bt_tree *t, const uint8_t *key,
+                                                        uint32_t klen, eng_rid rid, bt_pos *pos,
+                                                        bool *exact, bool tail, md_error *err)
 {
     bt_page *p;
     int rc = tree_root(t, &p, err);
@@ -121,7 +136,7 @@ int bt_search(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, bt_pos
     for (;;) {
         if (pos->depth >= BT_MAX_DEPTH)
             return ENG_CORRUPT(err, "btree: %s: tree too deep", t->blk.path);
-        size_t s = page_find(p, key, klen, rid);
+        size_t s = page_find(p, key, klen, rid, tail);
         pos->pg[pos->depth] = p;
         pos->slot[pos->depth++] = s;
         if (p->type == BT_PAGE_LEAF)
@@ -133,6 +148,18 @@ int bt_search(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, bt_pos
         *exact = pos->slot[pos->depth - 1] < p->n &&
                  ent_cmp(&p->e[pos->slot[pos->depth - 1]], key, klen, rid) == 0;
     return 0;
+}
+
+int bt_search(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, bt_pos *pos,
+              bool *exact, md_error *err)
+{
+    return search(t, key, klen, rid, pos, exact, false, err);
+}
+
+int bt_search_write(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, bt_pos *pos,
+                    bool *exact, md_error *err)
+{
+    return search(t, key, klen, rid, pos, exact, true, err);
 }
 
 bt_ent *bt_pos_ent(bt_pos *pos)
@@ -231,8 +258,12 @@ int bt_get(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, bt_ent **
 
 /* Move p's entries [k, n) to a new page.  After an append the new page
  * will fill as p did: it gets p's capacity, so that it grows without a
- * realloc (an index leaf holds thousands of prefix-compressed keys). */
-static bt_page *page_split_off(bt_tree *t, bt_page *p, size_t k, bool append)
+ * realloc (an index leaf holds thousands of prefix-compressed keys).  For
+ * a leaf, `left` is the size of cells [0, k): the cells that stay keep
+ * their sizes, and of those that move only the first changes (it loses
+ * its prefix and rid delta), so both exact sizes follow without counting
+ * either half again. */
+static bt_page *page_split_off(bt_tree *t, bt_page *p, size_t k, bool append, size_t left)
 {
     bt_page *r = bt_page_new(p->type);
     size_t cap = append && p->cap > p->n - k + 16 ? p->cap : p->n - k + 16;
@@ -241,18 +272,19 @@ static bt_page *page_split_off(bt_tree *t, bt_page *p, size_t k, bool append)
         return NULL;
     }
     r->cap = cap;
-    size_t moved_disk = 0, moved_mem = 0;
+    size_t moved_disk = 0, moved_mem = 0, first = 0;
     for (size_t i = k; i < p->n; i++) {
         moved_disk += bt_ent_disk(p, &p->e[i], t->ovfl_min);
         moved_mem += bt_ent_mem(&p->e[i]);
     }
+    if (p->type == BT_PAGE_LEAF)
+        first = bt_cell_size(t, p, k);
     memcpy(r->e, &p->e[k], (p->n - k) * sizeof *r->e);
     r->n = p->n - k;
     p->n = k;
     if (p->type == BT_PAGE_LEAF) {
-        /* r's first cell loses its prefix: count both halves again */
-        r->leaf_size = bt_page_image_size(t, r);
-        p->leaf_size = bt_page_image_size(t, p);
+        r->leaf_size = p->leaf_size - left - first + bt_cell_size(t, r, 0);
+        p->leaf_size = BT_HDR + left;
     }
     p->disk_est -= moved_disk;
     r->disk_est += moved_disk;
@@ -274,16 +306,28 @@ static size_t page_size(bt_tree *t, bt_page *p)
     return p->type == BT_PAGE_LEAF ? p->leaf_size : bt_page_image_size(t, p);
 }
 
-/* Where to split: 90% of the bytes after an append, else half. */
-static size_t split_point(bt_tree *t, bt_page *p, bool append)
+/* Where to split: the first k whose cells [0, k) hold at least 90% of
+ * the bytes after an append, else half; *left gets their size.  After an
+ * append of a leaf the walk goes back from the end, so only the tenth that
+ * moves is measured (the same k: cells [k, n) then hold at most the rest). */
+static size_t split_point(bt_tree *t, bt_page *p, bool append, size_t *left)
 {
-    size_t want = (page_size(t, p) - BT_HDR) * (append ? 9 : 5) / 10, acc = 0, k = 0;
-    while (k < p->n && acc < want)
-        acc += bt_cell_size(t, p, k++);
+    size_t total = page_size(t, p) - BT_HDR;
+    size_t want = total * (append ? 9 : 5) / 10, acc = 0, k = 0;
+    if (append && p->type == BT_PAGE_LEAF) {
+        size_t right = 0, c;
+        for (k = p->n; k > 0 && right + (c = bt_cell_size(t, p, k - 1)) <= total - want; k--)
+            right += c;
+        acc = total - right;
+    } else {
+        while (k < p->n && acc < want)
+            acc += bt_cell_size(t, p, k++);
+    }
     if (k == 0)
-        k = 1;
+        acc += bt_cell_size(t, p, k++);
     if (k >= p->n)
-        k = p->n - 1;
+        acc -= bt_cell_size(t, p, --k);
+    *left = acc;
     return k;
 }
 
@@ -292,7 +336,9 @@ static int split(bt_tree *t, bt_pos *pos, int d, md_error *err)
 {
     bt_page *p = pos->pg[d];
     bool append = pos->slot[d] + 1 >= p->n;
-    bt_page *r = page_split_off(t, p, split_point(t, p, append), append);
+    size_t kept;
+    size_t k = split_point(t, p, append, &kept);
+    bt_page *r = page_split_off(t, p, k, append, kept);
     bt_ent sep;
     if (!r)
         return bt_nomem(err);
@@ -351,14 +397,13 @@ static int leaf_maybe_split(bt_tree *t, bt_pos *pos, md_error *err)
     return split(t, pos, pos->depth - 1, err);
 }
 
-/* Put at pos, found for the key (exact: the key is there). */
-static int put_at(bt_tree *t, bt_pos *pos, bool exact, const uint8_t *key, uint32_t klen,
-                  eng_rid rid, const uint8_t *val, uint32_t vlen, bool has_val, int64_t *old,
-                  md_error *err)
+/* Put entry *en at pos, found for its key (exact: the key is there).  The
+ * page takes en's allocation when *taken turns true; before that the
+ * caller keeps it. */
+static int put_ent(bt_tree *t, bt_pos *pos, bool exact, bt_ent *en, int64_t *old,
+                   bool *taken, md_error *err)
 {
-    bt_ent en;
-    if (bt_ent_set(&en, key, klen, rid, val, vlen, has_val))
-        return bt_nomem(err);
+    *taken = false;
     t->eng->gen++;
     bt_page *leaf = pos->pg[pos->depth - 1];
     size_t s = pos->slot[pos->depth - 1];
@@ -369,13 +414,27 @@ static int put_at(bt_tree *t, bt_pos *pos, bool exact, const uint8_t *key, uint3
         bt_page_free_block(t, &leaf->e[s].addr); /* the old overflow value */
         bt_page_remove_at(t, leaf, s);
     }
-    if (bt_page_insert_at(t, leaf, s, &en)) {
-        free(en.key);
+    if (bt_page_insert_at(t, leaf, s, en))
         return bt_nomem(err);
-    }
-    t->pages_ovfl += bt_ent_is_ovfl(t, &en);
+    *taken = true;
+    t->pages_ovfl += bt_ent_is_ovfl(t, en);
     set_dirty(t, leaf);
     return leaf_maybe_split(t, pos, err);
+}
+
+/* Put (key, rid) -> val at pos, a copy. */
+static int put_at(bt_tree *t, bt_pos *pos, bool exact, const uint8_t *key, uint32_t klen,
+                  eng_rid rid, const uint8_t *val, uint32_t vlen, bool has_val, int64_t *old,
+                  md_error *err)
+{
+    bt_ent en;
+    bool taken;
+    if (bt_ent_set(&en, key, klen, rid, val, vlen, has_val))
+        return bt_nomem(err);
+    int rc = put_ent(t, pos, exact, &en, old, &taken, err);
+    if (!taken)
+        free(en.key);
+    return rc;
 }
 
 int bt_put(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, const uint8_t *val,
@@ -383,7 +442,7 @@ int bt_put(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, const uin
 {
     bt_pos pos;
     bool exact;
-    int rc = bt_search(t, key, klen, rid, &pos, &exact, err);
+    int rc = bt_search_write(t, key, klen, rid, &pos, &exact, err);
     if (rc)
         return rc;
     return put_at(t, &pos, exact, key, klen, rid, val, vlen, has_val, old, err);
@@ -503,31 +562,35 @@ static bool pos_covers(const bt_pos *pos, const uint8_t *key, uint32_t klen, eng
 }
 
 int bt_apply_near(bt_tree *t, bt_pos *hint, const uint8_t *key, uint32_t klen, eng_rid rid,
-                  const uint8_t *val, uint32_t vlen, bool has_val, bool del, md_error *err)
+                  const uint8_t *val, uint32_t vlen, bool has_val, bool del, bt_ent *own,
+                  bool *taken, md_error *err)
 {
     int64_t shape = t->pages_leaf + t->pages_int;
     bool exact;
     int rc;
+    if (taken)
+        *taken = false;
     if (del || hint->depth == 0 || !pos_covers(hint, key, klen, rid)) {
         if (del) {
             hint->depth = 0; /* an unlink or merge may follow */
             rc = bt_del(t, key, klen, rid, NULL, err);
             return rc == MD_NOTFOUND ? 0 : rc;
         }
-        if ((rc = bt_search(t, key, klen, rid, hint, &exact, err)) != 0) {
+        if ((rc = bt_search_write(t, key, klen, rid, hint, &exact, err)) != 0) {
             hint->depth = 0;
             return rc;
         }
     } else {
         int d = hint->depth - 1;
         bt_page *leaf = hint->pg[d];
-        size_t s = ent_cmp(&leaf->e[leaf->n - 1], key, klen, rid) < 0
-                       ? leaf->n /* an append: the common case of a fold's walk */
-                       : page_find(leaf, key, klen, rid);
+        size_t s = page_find(leaf, key, klen, rid, true); /* an append: one comparison */
         hint->slot[d] = s;
         exact = s < leaf->n && ent_cmp(&leaf->e[s], key, klen, rid) == 0;
     }
-    rc = put_at(t, hint, exact, key, klen, rid, val, vlen, has_val, NULL, err);
+    if (own)
+        rc = put_ent(t, hint, exact, own, NULL, taken, err);
+    else
+        rc = put_at(t, hint, exact, key, klen, rid, val, vlen, has_val, NULL, err);
     if (rc || t->pages_leaf + t->pages_int != shape)
         hint->depth = 0; /* split: the path changed */
     return rc;

@@ -13,7 +13,8 @@
  * commit to the base in key order (a walk of the skiplist's level 0, each
  * put searching only the previous put's leaf when the key falls in it),
  * then drops the chains no snapshot needs and relinks the rest in the same
- * pass:
+ * pass (a dropped chain's newest version, which every snapshot sees, is
+ * given to the page as its entry rather than copied):
  *
  *   write  ──> overlay chain  [T7 uncommitted] -> [ts 12] -> [base image]
  *   commit ── exclusive latch ──> log record, ts = ++last_ts, versions
@@ -220,16 +221,30 @@ static int chain_cmp(const bt_chain *c, const uint8_t *key, uint32_t klen, eng_r
     return chain_cmp_p(c, bt_key_prefix(key, klen), key, klen, rid);
 }
 
-/* The first chain >= (key, rid); slot[i] (if given) gets the link at level
- * i that points at or past it. */
+static bt_chain **ov_tail(bt_overlay *o, int i)
+{
+    return o->tail[i] ? o->tail[i] : &o->head[i];
+}
+
+/* The chain whose next[0] is the link `l` (NULL: l is head[0]). */
+static bt_chain *ov_owner0(bt_overlay *o, bt_chain **l)
+{
+    return l == &o->head[0] ? NULL : (bt_chain *)((char *)l - offsetof(bt_chain, next));
+}
+
+/* The first chain >= (key, rid); slot[i] (if given) gets, for the levels
+ * in use (i < top), the link at level i that points at or past it.  A key
+ * past the last chain is answered from the tails, with one comparison. */
 static bt_chain *ov_find(bt_overlay *o, const uint8_t *key, uint32_t klen, eng_rid rid,
                          bt_chain ***slot)
 {
     bt_chain **links = o->head, *x;
     uint64_t kp = bt_key_prefix(key, klen);
-    if (slot)
-        for (int i = BT_SKIP_MAX - 1; i >= o->top; i--)
-            slot[i] = &o->head[i]; /* no chain that tall */
+    if (o->last && chain_cmp_p(o->last, kp, key, klen, rid) < 0) {
+        for (int i = 0; slot && i < o->top; i++)
+            slot[i] = ov_tail(o, i);
+        return NULL;
+    }
     for (int i = o->top - 1; i >= 0; i--) {
         while ((x = links[i]) && chain_cmp_p(x, kp, key, klen, rid) < 0)
             links = x->next;
@@ -288,14 +303,20 @@ static int rand_height(void)
     return h;
 }
 
+/* A version; `key` (klen bytes, or none) is copied before the record. */
 static bt_upd *upd_new(uint64_t txn_id, bool present, const uint8_t *val, uint32_t vlen,
-                       bool has_val)
+                       bool has_val, const uint8_t *key, uint32_t klen)
 {
     bool v = present && has_val;
-    bt_upd *u = malloc(sizeof *u + (v ? vlen : 0));
-    if (!u)
+    size_t off = ((size_t)klen + 7) & ~(size_t)7;
+    uint8_t *mem = malloc(off + sizeof(bt_upd) + (v ? vlen : 0));
+    if (!mem)
         return NULL;
+    if (klen)
+        memcpy(mem, key, klen);
+    bt_upd *u = (bt_upd *)(mem + off);
     memset(u, 0, sizeof *u);
+    u->koff = (uint32_t)off;
     u->txn_id = txn_id;
     u->present = present;
     if (v) {
@@ -311,12 +332,17 @@ static bt_upd *upd_new(uint64_t txn_id, bool present, const uint8_t *val, uint32
  * record, never written and never freed: no allocation for it. */
 static bt_upd absent_image;
 
+static void upd_free(bt_upd *u)
+{
+    free((uint8_t *)u - u->koff);
+}
+
 static int64_t upd_free_list(bt_upd *u)
 {
     int64_t n = 0;
     for (; u && u != &absent_image; n++) {
         bt_upd *o = u->older;
-        free(u);
+        upd_free(u);
         u = o;
     }
     return n;
@@ -333,7 +359,8 @@ static bt_chain *ov_insert(bt_tree *t, bt_chain ***slot, const uint8_t *key, uin
         return NULL;
     memset(c, 0, links);
     c->key = (uint8_t *)c + links;
-    c->head = base ? upd_new(0, true, base->val, base->vlen, base->has_val) : &absent_image;
+    c->head = base ? upd_new(0, true, base->val, base->vlen, base->has_val, NULL, 0)
+                   : &absent_image;
     if (!c->head) {
         free(c);
         return NULL;
@@ -345,9 +372,14 @@ static bt_chain *ov_insert(bt_tree *t, bt_chain ***slot, const uint8_t *key, uin
     c->rid = rid;
     c->height = h;
     for (int i = 0; i < h; i++) {
-        c->next[i] = *slot[i];
-        *slot[i] = c;
+        bt_chain **l = i < t->ov.top ? slot[i] : &t->ov.head[i]; /* no chain that tall */
+        c->next[i] = *l;
+        *l = c;
+        if (!c->next[i])
+            t->ov.tail[i] = &c->next[i];
     }
+    if (!c->next[0])
+        t->ov.last = c;
     if (h > t->ov.top)
         t->ov.top = h;
     __atomic_store_n(&t->ov.n, t->ov.n + 1, __ATOMIC_RELAXED);
@@ -368,8 +400,13 @@ static void ov_remove(bt_engine *e, bt_tree *t, bt_chain *c)
     bt_chain *f = ov_find(&t->ov, c->key, c->klen, c->rid, slot);
     assert(f == c && !c->pending);
     (void)f;
-    for (int i = 0; i < c->height; i++)
+    for (int i = 0; i < c->height; i++) {
         *slot[i] = c->next[i];
+        if (ov_tail(&t->ov, i) == &c->next[i])
+            t->ov.tail[i] = slot[i];
+    }
+    if (t->ov.last == c)
+        t->ov.last = ov_owner0(&t->ov, slot[0]);
     __atomic_store_n(&t->ov.n, t->ov.n - 1, __ATOMIC_RELAXED);
     chain_free(e, c);
 }
@@ -428,14 +465,36 @@ static int fold_tree(bt_engine *e, bt_tree *t, uint64_t oldest, md_error *err)
         if (c->pending && rc == 0) {
             if (u->txn_id && !u->ts)
                 u = u->older; /* an open transaction's version: below it */
+            /* The chain's head, when every snapshot sees it, goes to the
+             * page itself (its allocation has an entry's layout: the key,
+             * then the value), and the chain is dropped below. */
+            bool give = u == c->head && u->present && u->ts && u->ts <= oldest &&
+                        u->koff >= c->klen;
+            bool taken = false;
+            bt_ent en;
+            if (give) {
+                memset(&en, 0, sizeof en);
+                en.key = (uint8_t *)u - u->koff;
+                en.klen = c->klen;
+                en.kpfx = c->kpfx;
+                en.rid = c->rid;
+                en.has_val = t->kind != BT_SS;
+                en.val = en.has_val ? u->val : NULL;
+                en.vlen = en.has_val ? u->vlen : 0;
+            }
             int r = bt_apply_near(t, &hint, c->key, c->klen, c->rid, u->val, u->vlen,
-                                  t->kind != BT_SS, !u->present, err);
-            if (r == 0) {
+                                  t->kind != BT_SS, !u->present, give ? &en : NULL, &taken,
+                                  err);
+            if (taken) { /* the page has it: out of the chain */
+                c->head = u->older;
+                ADD(e->st.freed, 1);
+            }
+            if (r == 0 || taken) {
                 c->pending = false;
                 applied++;
-            } else {
-                rc = r;
             }
+            if (r)
+                rc = r;
         }
         u = c->head;
         if (!c->pending && (!u->txn_id || (u->ts && u->ts <= oldest))) {
@@ -459,7 +518,9 @@ static int fold_tree(bt_engine *e, bt_tree *t, uint64_t oldest, md_error *err)
         if (tail[i] != &o->head[i])
             o->top = i + 1;
         *tail[i] = NULL;
+        o->tail[i] = tail[i];
     }
+    o->last = ov_owner0(o, tail[0]);
     __atomic_store_n(&o->n, n, __ATOMIC_RELAXED);
     o->pending -= applied;
     o->fold_at = n * 2 > BT_FOLD_MIN ? n * 2 : BT_FOLD_MIN;
@@ -583,7 +644,7 @@ static int base_equal(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid
                       bt_ent **own, bt_equal *q, md_error *err)
 {
     bt_pos pos;
-    int rc = bt_search(t, key, klen, INT64_MIN, &pos, NULL, err);
+    int rc = bt_search_write(t, key, klen, INT64_MIN, &pos, NULL, err);
     if (rc == 0)
         rc = bt_pos_normalize(t, &pos, err);
     for (; rc == 0; rc = bt_pos_next(t, &pos, err)) {
@@ -646,6 +707,9 @@ static int push_version(bt_txn *x, bt_tree *t, bt_chain *c, bool present, const 
 {
     bt_upd *u = c->head;
     bool has_val = t->kind != BT_SS;
+    /* a sorted store's key leads its version (a record store's key is empty) */
+    const uint8_t *k = present ? c->key : NULL;
+    uint32_t kl = present ? c->klen : 0;
     if (u->txn_id != x->id) {
         if (x->nm == x->capm) {
             size_t ncap = x->capm ? x->capm * 2 : 32;
@@ -655,20 +719,20 @@ static int push_version(bt_txn *x, bt_tree *t, bt_chain *c, bool present, const 
             x->m = nv;
             x->capm = ncap;
         }
-        if (!(u = upd_new(x->id, present, val, vlen, has_val)))
+        if (!(u = upd_new(x->id, present, val, vlen, has_val, k, kl)))
             return MD_ENOMEM;
         u->older = c->head;
         u->mod = x->nm;
         c->head = u;
         x->m[x->nm++] = (bt_mod){.t = t, .c = c};
     } else {
-        bt_upd *nu = upd_new(x->id, present, val, vlen, has_val);
+        bt_upd *nu = upd_new(x->id, present, val, vlen, has_val, k, kl);
         if (!nu)
             return MD_ENOMEM;
         nu->older = u->older;
         nu->mod = u->mod;
         c->head = nu;
-        free(u);
+        upd_free(u);
         u = nu;
     }
     bt_mod *m = &x->m[u->mod];

@@ -64,6 +64,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "minidoc.h"
 
@@ -481,6 +482,15 @@ int eng_rc_to_code(int rc);
  * (bson_validate costs several times as much): for engines without a
  * checksum on records, before a document leaves the library. */
 bool eng_bson_well_formed(const uint8_t *p, uint32_t len);
+/* What an insert asks of a document's top-level names, noted by the same
+ * walk (eng_bson_well_formed_top): the document is walked once where it
+ * enters, not again to be checked for insertion. */
+typedef struct eng_bson_top {
+    bool id_first;      /* the first element is named _id */
+    int nid;            /* elements named _id */
+    const char *dollar; /* the first name starting with '$', or NULL */
+} eng_bson_top;
+bool eng_bson_well_formed_top(const uint8_t *p, uint32_t len, eng_bson_top *top);
 /* One element of a document's bytes, as eng_bson_next reads it. */
 typedef struct eng_bson_elem {
     uint8_t type;
@@ -508,8 +518,29 @@ static inline bool eng_bson_next(const uint8_t *p, uint32_t end, uint32_t *i,
         return false;
     uint32_t k = *i + 1;
     uint8_t high = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    /* the key's NUL eight bytes at a time: the lowest byte flagged by
+     * (w - 0x01..) & ~w & 0x80.. is the first zero byte */
+    while (k + 8 <= end) {
+        uint64_t w, z;
+        memcpy(&w, p + k, 8);
+        z = (w - 0x0101010101010101ull) & ~w & 0x8080808080808080ull;
+        if (z) {
+            unsigned nb = (unsigned)__builtin_ctzll(z) / 8;
+            uint64_t before = nb ? w & (~0ull >> (64 - 8 * nb)) : 0;
+            high |= (before & 0x8080808080808080ull) ? 0x80 : 0;
+            k += nb;
+            goto key_end;
+        }
+        high |= (w & 0x8080808080808080ull) ? 0x80 : 0;
+        k += 8;
+    }
+#endif
     while (k < end && p[k] != 0)
         high |= p[k++];
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+key_end:
+#endif
     if (k == end)
         return false;
     uint32_t v = k + 1, left = end - v;

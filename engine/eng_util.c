@@ -214,8 +214,9 @@ int eng_alloc_parse(const char *name)
 
 
 /* One document at depth (embedded documents recurse, 100 levels at most):
- * eng_bson_next's extents, then each value's own rules. */
-static bool well_formed(const uint8_t *p, uint32_t len, int depth)
+ * eng_bson_next's extents, then each value's own rules.  top (depth 0
+ * only, or NULL) notes the names an insert checks. */
+static bool well_formed(const uint8_t *p, uint32_t len, int depth, eng_bson_top *top)
 {
     if (len < 5 || eng_le32(p) != len || p[len - 1] != 0 || depth > 100)
         return false;
@@ -228,6 +229,13 @@ static bool well_formed(const uint8_t *p, uint32_t len, int depth)
          * keys nearly always are) */
         if (!e.key_ascii && !bson_utf8_validate(e.key, e.klen, false))
             return false;
+        if (top && (e.key[0] == '_' || e.key[0] == '$')) {
+            bool is_id = e.klen == 3 && e.key[1] == 'i' && e.key[2] == 'd';
+            top->id_first |= is_id && e.key == (const char *)p + 5;
+            top->nid += is_id;
+            if (e.key[0] == '$' && !top->dollar)
+                top->dollar = e.key;
+        }
         const uint8_t *v = e.val;
         uint32_t n = e.vlen;
         switch (e.type) {
@@ -246,7 +254,7 @@ static bool well_formed(const uint8_t *p, uint32_t len, int depth)
                 return false;
             break;
         case 0x03: case 0x04:
-            if (!well_formed(v, n, depth + 1))
+            if (!well_formed(v, n, depth + 1, NULL))
                 return false;
             break;
         case 0x0F: /* code with scope: total, string, document */
@@ -255,7 +263,7 @@ static bool well_formed(const uint8_t *p, uint32_t len, int depth)
             {
                 uint32_t sl = eng_le32(v + 4);
                 if (sl < 1 || (uint64_t)8 + sl + 5 > n || v[8 + sl - 1] != 0 ||
-                    !well_formed(v + 8 + sl, n - 8 - sl, depth + 1))
+                    !well_formed(v + 8 + sl, n - 8 - sl, depth + 1, NULL))
                     return false;
             }
             break;
@@ -267,7 +275,13 @@ static bool well_formed(const uint8_t *p, uint32_t len, int depth)
 
 bool eng_bson_well_formed(const uint8_t *p, uint32_t len)
 {
-    return p && well_formed(p, len, 0);
+    return p && well_formed(p, len, 0, NULL);
+}
+
+bool eng_bson_well_formed_top(const uint8_t *p, uint32_t len, eng_bson_top *top)
+{
+    *top = (eng_bson_top){.nid = 0};
+    return p && well_formed(p, len, 0, top);
 }
 
 /* ---- read errors ------------------------------------------------------------ */

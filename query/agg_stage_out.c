@@ -75,7 +75,7 @@ static int read_all(md_db *db, q_coll *c, bson_t ***docs, size_t *n, md_error *e
 static int insert_all(md_db *db, q_coll *c, bson_t **docs, size_t n, md_error *err)
 {
     for (size_t i = 0; i < n; i++) {
-        int rc = q_insert_exec(db, c, docs[i], false, err);
+        int rc = q_insert_exec(db, c, docs[i], NULL, false, err);
         if (rc)
             return rc;
     }

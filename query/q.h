@@ -68,8 +68,13 @@
  * parsing differs.  An _id equality skips the planner (q_idhack.c); a
  * size-preserving update is applied in place (q_update_fast.c); the memory
  * of both comes from per-thread arenas and caches, so that steady-state
- * finds and $inc by _id allocate nothing.  internalQueryFastPaths: false
- * (an open option) turns every shortcut off for differential tests.
+ * finds and $inc by _id allocate nothing.  An insert's document is walked
+ * once, where it enters (the validation notes what the insert checks:
+ * eng_bson_well_formed_top), is stored as it is when _id leads it, and a
+ * one-field index's key is made on the stack without the key generator
+ * (q_key_simple): the query layer allocates nothing for it either.
+ * internalQueryFastPaths: false (an open option) turns every shortcut off
+ * for differential tests.
  *
  * query/ never knows which engine runs below it; where it matters it asks
  * the engine for a capability (eng_rs_has_damages, ops->collection_lock).
@@ -292,6 +297,15 @@ void q_keyset_cleanup(q_keyset *ks);
  */
 int q_index_keys(const bson_t *pattern, const bson_t *doc, bool sparse, q_keyset *out,
                  md_error *err);
+/*
+ * The key of `doc` for the one-field pattern {field: 1} (desc: -1) with a
+ * top-level field (no dot, not empty), made without the key generator:
+ * appended to `out`, 1; 0 when a sparse index takes no key (the field is
+ * missing); -1 when only q_index_keys can say (the value is an array, or
+ * the key is too long: its error), `out` then unchanged.  Whenever it
+ * answers, its key is q_index_keys' one key.
+ */
+int q_key_simple(const char *field, bool desc, bool sparse, const bson_t *doc, q_buf *out);
 /*
  * Decode key `key` of a non-multikey index with pattern `pattern` back into
  * {field: value, ...} (out initialized by the call).  Numbers come back as

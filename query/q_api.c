@@ -367,6 +367,7 @@ static int typed_write_error(bson_t *reply, int index, md_error *err)
 }
 
 static const char *const insert_known[] = {"writeConcern", "ordered", NULL};
+#define TOP_NOTED 16
 
 /* insert_many without a command document: each document checked and
  * inserted as q_cmd_insert does; false when the options need the parser. */
@@ -385,8 +386,17 @@ static bool typed_insert(md_collection *coll, const bson_t **docs, size_t n,
             return false;
         ordered = bson_iter_bool(&it);
     }
-    for (size_t i = 0; i < n && !rc; i++)
-        rc = check_doc(docs[i], "document", err);
+    /* the check that validates a document also notes its top-level names
+     * for the insert (the first TOP_NOTED of a batch; the rest are walked
+     * again by q_doc_prepare_insert) */
+    eng_bson_top top[TOP_NOTED];
+    for (size_t i = 0; i < n && !rc; i++) {
+        if (i >= TOP_NOTED)
+            rc = check_doc(docs[i], "document", err);
+        else if (!docs[i] || !eng_bson_well_formed_top(bson_get_data(docs[i]), docs[i]->len,
+                                                       &top[i]))
+            rc = q_err(err, MD_EINVAL, MD_CODE_INVALID_BSON, "document is not valid BSON");
+    }
     if ((rc = typed_write_check(rc, opts, &durable, reply, err)) != 0) {
         *rcp = rc;
         return true;
@@ -402,7 +412,8 @@ static bool typed_insert(md_collection *coll, const bson_t **docs, size_t n,
         q_coll_lock(db, c, true);
         for (size_t i = 0; i < n; i++) {
             md_error_clear(&stmt);
-            if (q_insert_exec(db, c, docs[i], durable && i == n - 1, &stmt) == 0) {
+            if (q_insert_exec(db, c, docs[i], i < TOP_NOTED ? &top[i] : NULL,
+                              durable && i == n - 1, &stmt) == 0) {
                 ok++;
                 synced = synced || i == n - 1;
                 continue;

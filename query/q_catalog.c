@@ -360,6 +360,14 @@ q_index *q_index_new(const bson_t *spec, const char *ident)
     if (q_text_key_is_text(&ix->key))
         ix->text = q_text_spec_new(spec);
     snprintf(ix->ident, sizeof ix->ident, "%s", ident);
+    if (bson_iter_init(&kt, &ix->key) && bson_iter_next(&kt) && !BSON_ITER_HOLDS_UTF8(&kt) &&
+        bson_iter_key(&kt)[0] && !strchr(bson_iter_key(&kt), '.') && !ix->hashed &&
+        !ix->text && !ix->gp && !ix->partial) {
+        ix->simple = bson_iter_key(&kt);
+        ix->simple_desc = q_is_number(bson_iter_type(&kt)) && q_number_ld(&kt) < 0;
+        if (bson_iter_next(&kt))
+            ix->simple = NULL; /* a compound key */
+    }
     return ix;
 }
 

@@ -125,10 +125,11 @@ static bool iter_doc(const bson_iter_t *it, bson_t *out)
 
 /* ---- insert -------------------------------------------------------------------------- */
 
-int q_insert_exec(md_db *db, q_coll *c, const bson_t *doc, bool durable, md_error *err)
+int q_insert_exec(md_db *db, q_coll *c, const bson_t *doc, const eng_bson_top *top,
+                  bool durable, md_error *err)
 {
     bson_t stored;
-    int rc = q_doc_prepare_insert(doc, &stored, err);
+    int rc = q_doc_prepare_insert(doc, top, &stored, err);
     if (rc)
         return rc;
     rc = q_write_insert(db, c, &stored, durable, NULL, err);
@@ -164,7 +165,7 @@ int q_cmd_insert(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err)
         if (!iter_doc(&it, &doc))
             rc = q_err(err, MD_EINVAL, MD_CODE_INVALID_BSON, "invalid document");
         else
-            rc = q_insert_exec(db, c, &doc, cc.durable && last, err);
+            rc = q_insert_exec(db, c, &doc, NULL, cc.durable && last, err);
         if (!rc) {
             ok++;
             synced = synced || last;
@@ -288,7 +289,7 @@ static int upsert(md_db *db, const char *name, const bson_t *q, const q_update *
     if (!rc) {
         bson_t stored;
         bson_destroy(inserted);
-        rc = q_doc_prepare_insert(&applied, &stored, err);
+        rc = q_doc_prepare_insert(&applied, NULL, &stored, err);
         if (rc)
             bson_init(inserted);
         else

@@ -637,7 +637,7 @@ static int write_output(mr_state *st, bson_t *reply, md_error *err)
             st->output++;
         } else if (!rc && p->out == MR_REPLACE) {
             q_coll_lock(st->db, c, true);
-            rc = q_insert_exec(st->db, c, &doc, p->durable, err);
+            rc = q_insert_exec(st->db, c, &doc, NULL, p->durable, err);
             q_coll_unlock(st->db, c);
         } else if (!rc && p->out == MR_MERGE) {
             rc = upsert_doc(st, p->out_name, &doc, err);

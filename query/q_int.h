@@ -78,6 +78,12 @@ typedef struct q_index {
     struct q_text_spec *text; /* a text index's spec (q_text.h), owned; else NULL */
     struct q_geo_params *gp; /* 2d / 2dsphere: the geo parameters, owned
                                 (q_geo.h); NULL for other indexes */
+    /* The key pattern is one top-level field ({f: 1} or {f: -1}) and no
+     * other rule (hashed, text, geo, partial) applies: a document's key is
+     * q_key_simple(simple, simple_desc, ...).  simple points into `key`;
+     * NULL otherwise. */
+    const char *simple;
+    bool simple_desc;
     eng_ss *ss;
     uint64_t serial; /* unique in the process, never reused (q_index_new) */
     /* $indexStats: index scans opened on it (Q_COUNT) since since_ms (when
@@ -318,10 +324,13 @@ int q_write_failed(md_db *db, int rc, md_error *err);
  * Check a document for insertion and build the stored form in `out`
  * (initialized by the call on success): _id generated if missing and moved
  * to the front, no top-level $-prefixed names, at most 16 MB.  The
- * document was validated where it entered; when it is already in the
- * stored form, `out` is a view of it (valid as long as doc is).
+ * document was validated where it entered; `top`, when that walk noted
+ * the top-level names (eng_bson_well_formed_top), saves walking them
+ * again (NULL: walked here).  When it is already in the stored form,
+ * `out` is a view of it (valid as long as doc is).
  */
-int q_doc_prepare_insert(const bson_t *doc, bson_t *out, md_error *err);
+int q_doc_prepare_insert(const bson_t *doc, const eng_bson_top *top, bson_t *out,
+                         md_error *err);
 int q_write_insert(md_db *db, q_coll *c, const bson_t *doc, bool durable, eng_rid *rid,
                    md_error *err);
 
@@ -660,8 +669,10 @@ int q_delete_exec(md_db *db, const char *coll, bool durable, const bson_t *q, in
  * "query" there is ignored), parsed field by field as the command is. */
 int q_find_and_modify_exec(md_db *db, const char *coll, const bson_t *query,
                            const bson_t *opts, bson_t *reply, md_error *err);
-/* Insert doc (checked and given an _id by q_doc_prepare_insert) into c. */
-int q_insert_exec(md_db *db, q_coll *c, const bson_t *doc, bool durable, md_error *err);
+/* Insert doc (checked and given an _id by q_doc_prepare_insert, with
+ * `top` if the caller's validation noted it, else NULL) into c. */
+int q_insert_exec(md_db *db, q_coll *c, const bson_t *doc, const eng_bson_top *top,
+                  bool durable, md_error *err);
 
 /* command handlers, one group per file */
 int q_cmd_insert(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);

@@ -584,6 +584,28 @@ int q_index_keys(const bson_t *pattern, const bson_t *doc, bool sparse, q_keyset
     return 0;
 }
 
+int q_key_simple(const char *field, bool desc, bool sparse, const bson_t *doc, q_buf *out)
+{
+    bson_iter_t it;
+    size_t n = strlen(field);
+    if (!bson_iter_init(&it, doc))
+        return -1;
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (memcmp(k, field, n) != 0 || k[n] != '\0')
+            continue;
+        /* the first field of that name, as doc_find_n takes it */
+        if (BSON_ITER_HOLDS_ARRAY(&it) || 5 + 2 + q_value_size(&it) > Q_KEY_MAX_BSON)
+            return -1;
+        q_key_append_value(out, &it, desc);
+        return 1;
+    }
+    if (sparse)
+        return 0;
+    q_key_append_null(out, desc);
+    return 1;
+}
+
 /* ---- describing keys ----------------------------------------------------------- */
 
 /* dotted_path_support::extractElementAtPath (arrays index by position). */

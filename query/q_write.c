@@ -48,47 +48,59 @@ int q_write_failed(md_db *db, int rc, md_error *err)
 
 /* ---- documents ----------------------------------------------------------------- */
 
-static int check_id(const bson_iter_t *it, md_error *err)
+static int check_id(bson_type_t t, md_error *err)
 {
-    bson_type_t t = bson_iter_type(it);
     if (t == BSON_TYPE_ARRAY || t == BSON_TYPE_REGEX || t == BSON_TYPE_UNDEFINED)
         return q_err(err, MD_EINVAL, MD_CODE_INVALID_ID_FIELD, "can't use a%s %s for _id",
                      t == BSON_TYPE_ARRAY ? "n" : "", q_type_name(t));
     return 0;
 }
 
-int q_doc_prepare_insert(const bson_t *doc, bson_t *out, md_error *err)
+static int too_large(const bson_t *doc, md_error *err)
+{
+    return q_err(err, MD_ETOOBIG, MD_CODE_BSON_OBJECT_TOO_LARGE,
+                 "object to insert too large. size in bytes: %u, max size: %d", doc->len,
+                 Q_BSON_MAX);
+}
+
+int q_doc_prepare_insert(const bson_t *doc, const eng_bson_top *top, bson_t *out,
+                         md_error *err)
 {
     bson_iter_t it, id;
-    bool first = true, id_first = false;
-    int nid = 0;
+    eng_bson_top walked = {.nid = 0};
     if (doc->len > Q_BSON_MAX)
-        return q_err(err, MD_ETOOBIG, MD_CODE_BSON_OBJECT_TOO_LARGE,
-                     "object to insert too large. size in bytes: %u, max size: %d", doc->len,
-                     Q_BSON_MAX);
-    /* validated where it entered (md_db_command, the typed API), not again:
-     * the names are walked over the bytes, not with bson_iter_next */
+        return too_large(doc, err);
     const uint8_t *p = bson_get_data(doc);
-    eng_bson_elem e;
-    uint32_t i = 4, end = doc->len - 1;
-    while (eng_bson_next(p, end, &i, &e)) {
-        if (e.key[0] == '$')
-            return q_err(err, MD_EINVAL, MD_CODE_DOLLAR_PREFIXED_FIELD_NAME,
-                         "Document can't have $ prefixed field names: %s", e.key);
-        bool is_id = e.klen == 3 && memcmp(e.key, "_id", 3) == 0;
-        id_first |= first && is_id;
-        nid += is_id;
-        first = false;
+    if (!top) {
+        /* validated where it entered (md_db_command), not again: the names
+         * are walked over the bytes, not with bson_iter_next */
+        eng_bson_elem e;
+        uint32_t i = 4, end = doc->len - 1;
+        bool first = true;
+        while (!walked.dollar && eng_bson_next(p, end, &i, &e)) {
+            bool is_id = e.klen == 3 && memcmp(e.key, "_id", 3) == 0;
+            walked.id_first |= first && is_id;
+            walked.nid += is_id;
+            walked.dollar = e.key[0] == '$' ? e.key : NULL;
+            first = false;
+        }
+        if (!walked.dollar && i != end)
+            return q_err(err, MD_EINVAL, MD_CODE_INVALID_BSON,
+                         "invalid BSON in document to insert");
+        top = &walked;
     }
-    if (i != end)
-        return q_err(err, MD_EINVAL, MD_CODE_INVALID_BSON, "invalid BSON in document to insert");
-    bool has_id = bson_iter_init_find(&id, doc, "_id");
-    if (has_id && check_id(&id, err))
-        return MD_EINVAL;
-    if (id_first && nid == 1) { /* already in the stored form: a view, no copy */
-        bson_init_static(out, bson_get_data(doc), doc->len);
+    if (top->dollar)
+        return q_err(err, MD_EINVAL, MD_CODE_DOLLAR_PREFIXED_FIELD_NAME,
+                     "Document can't have $ prefixed field names: %s", top->dollar);
+    if (top->id_first && top->nid == 1) { /* already in the stored form: a view, no copy */
+        if (check_id((bson_type_t)p[4], err))
+            return MD_EINVAL;
+        bson_init_static(out, p, doc->len);
         return 0;
     }
+    bool has_id = top->nid > 0 && bson_iter_init_find(&id, doc, "_id");
+    if (has_id && check_id(bson_iter_type(&id), err))
+        return MD_EINVAL;
     bson_init(out);
     if (has_id) {
         bson_append_iter(out, "_id", 3, &id);
@@ -103,9 +115,7 @@ int q_doc_prepare_insert(const bson_t *doc, bson_t *out, md_error *err)
             bson_append_iter(out, NULL, 0, &it);
     if (out->len > Q_BSON_MAX) {
         bson_destroy(out);
-        return q_err(err, MD_ETOOBIG, MD_CODE_BSON_OBJECT_TOO_LARGE,
-                     "object to insert too large. size in bytes: %u, max size: %d", doc->len,
-                     Q_BSON_MAX);
+        return too_large(doc, err);
     }
     return 0;
 }
@@ -165,22 +175,28 @@ static int dup_key_error(q_coll *c, q_index *ix, const bson_t *doc, md_error *er
                  ix->name, desc);
 }
 
-/* Insert the keys of ks into ix (skipping those present in `except`). */
-static int keys_insert(eng_txn *t, q_coll *c, q_index *ix, const q_keyset *ks,
-                       const q_keyset *except, const bson_t *doc, eng_rid rid, md_error *err)
+/* Insert keys[0, n) into ix (skipping those present in `except`). */
+static int keys_insert_v(eng_txn *t, q_coll *c, q_index *ix, const q_buf *keys, size_t n,
+                         const q_keyset *except, const bson_t *doc, eng_rid rid, md_error *err)
 {
-    for (size_t k = 0; k < ks->n; k++) {
+    for (size_t k = 0; k < n; k++) {
         eng_rid dup = ENG_RID_NONE;
-        if (except && keyset_has(except, &ks->keys[k]))
+        if (except && keyset_has(except, &keys[k]))
             continue;
-        int rc = eng_ss_insert(ix->ss, t, ks->keys[k].data, (uint32_t)ks->keys[k].len, rid,
-                               ix->unique, &dup, err);
+        int rc = eng_ss_insert(ix->ss, t, keys[k].data, (uint32_t)keys[k].len, rid, ix->unique,
+                               &dup, err);
         if (rc == MD_EDUPKEY)
             return dup_key_error(c, ix, doc, err);
         if (rc)
             return q_err_engine(err, rc, "inserting an index key");
     }
     return 0;
+}
+
+static int keys_insert(eng_txn *t, q_coll *c, q_index *ix, const q_keyset *ks,
+                       const q_keyset *except, const bson_t *doc, eng_rid rid, md_error *err)
+{
+    return keys_insert_v(t, c, ix, ks->keys, ks->n, except, doc, rid, err);
 }
 
 /* Remove the keys of ks from ix (skipping those in `except`).  A key that is
@@ -274,7 +290,70 @@ static int write_begin(md_db *db, eng_txn **t, md_error *err)
 
 /* ---- insert ---------------------------------------------------------------------- */
 
-static int insert_attempt(md_db *db, q_coll *c, const bson_t *doc, q_keyset *ks,
+/*
+ * The keys of a document being inserted, for every index, made once
+ * before the first attempt.  A one-field index (q_index.simple: the _id
+ * index, and most secondary ones) has its one key made by q_key_simple
+ * into `mem`, on the caller's stack: such an insert allocates nothing for
+ * its keys.  The other indexes' keys, and a one-field key q_key_simple
+ * leaves to the generator, are q_index_doc_keys' in ks[i].
+ */
+typedef struct ins_keys {
+    q_keyset ks[Q_INDEXES_MAX]; /* every index: multikey_note reads them */
+    q_buf one[Q_INDEXES_MAX];   /* the key when has_one[i] */
+    bool has_one[Q_INDEXES_MAX];
+    size_t used;                /* bytes of mem taken */
+    uint8_t mem[512];
+} ins_keys;
+
+static void ins_keys_free(q_coll *c, ins_keys *ik)
+{
+    for (size_t i = 0; i < c->nidx; i++) {
+        q_keyset_cleanup(&ik->ks[i]);
+        if (ik->has_one[i])
+            q_buf_cleanup(&ik->one[i]);
+    }
+}
+
+/* simple: one-field indexes through q_key_simple (false with
+ * internalQueryFastPaths: false, for the differential tests). */
+static int ins_keys_compute(q_coll *c, const bson_t *doc, ins_keys *ik, bool simple,
+                            md_error *err)
+{
+    assert(c->nidx <= Q_INDEXES_MAX);
+    ik->used = 0;
+    for (size_t i = 0; i < c->nidx; i++) {
+        q_keyset_init(&ik->ks[i]);
+        ik->has_one[i] = false;
+    }
+    for (size_t i = 0; i < c->nidx; i++) {
+        q_index *ix = c->idx[i];
+        if (simple && ix->simple) {
+            q_buf *b = &ik->one[i];
+            size_t room = sizeof ik->mem - ik->used;
+            if (room >= 32)
+                q_buf_init_fixed(b, ik->mem + ik->used, room);
+            else
+                q_buf_init(b);
+            int r = q_key_simple(ix->simple, ix->simple_desc, ix->sparse, doc, b);
+            if (r >= 0) { /* 0: no key (sparse), one[i] is empty */
+                ik->has_one[i] = true;
+                if (b->fixed && b->data == b->fixed)
+                    ik->used += b->len + 1; /* and q_buf's spare byte */
+                continue;
+            }
+            q_buf_cleanup(b);
+        }
+        int rc = q_index_doc_keys(ix, doc, &ik->ks[i], err);
+        if (rc) {
+            ins_keys_free(c, ik);
+            return rc;
+        }
+    }
+    return 0;
+}
+
+static int insert_attempt(md_db *db, q_coll *c, const bson_t *doc, const ins_keys *ik,
                           bool durable, eng_rid *rid, md_error *err)
 {
     bool flipped[Q_INDEXES_MAX] = {false};
@@ -285,10 +364,15 @@ static int insert_attempt(md_db *db, q_coll *c, const bson_t *doc, q_keyset *ks,
     rc = eng_rs_insert(c->rs, t, bson_get_data(doc), doc->len, rid, err);
     if (rc)
         q_err_engine(err, rc, "inserting a record");
-    for (size_t i = 0; !rc && i < c->nidx; i++)
-        rc = keys_insert(t, c, c->idx[i], &ks[i], NULL, doc, *rid, err);
+    for (size_t i = 0; !rc && i < c->nidx; i++) {
+        if (ik->has_one[i])
+            rc = keys_insert_v(t, c, c->idx[i], &ik->one[i], ik->one[i].len ? 1 : 0, NULL, doc,
+                               *rid, err);
+        else
+            rc = keys_insert(t, c, c->idx[i], &ik->ks[i], NULL, doc, *rid, err);
+    }
     if (!rc)
-        rc = multikey_note(db, t, c, ks, flipped, err);
+        rc = multikey_note(db, t, c, ik->ks, flipped, err);
     if (rc)
         return write_abort(db, t, c, flipped, rc, err);
     return write_commit(db, t, c, flipped, durable, err);
@@ -297,14 +381,14 @@ static int insert_attempt(md_db *db, q_coll *c, const bson_t *doc, q_keyset *ks,
 int q_write_insert(md_db *db, q_coll *c, const bson_t *doc, bool durable, eng_rid *rid_out,
                    md_error *err)
 {
-    q_keyset *ks = NULL;
+    ins_keys ik;
     eng_rid rid = ENG_RID_NONE;
     int rc = q_write_allowed(db, err);
-    if (rc || (rc = keys_compute(c, doc, &ks, err)) != 0)
+    if (rc || (rc = ins_keys_compute(c, doc, &ik, !db->no_fast, err)) != 0)
         return rc;
     if (c->capped)
         pthread_mutex_lock(&c->cap_write_mu);
-    for (int n = 0; (rc = insert_attempt(db, c, doc, ks, durable, &rid, err)) == MD_EWRITECONFLICT;
+    for (int n = 0; (rc = insert_attempt(db, c, doc, &ik, durable, &rid, err)) == MD_EWRITECONFLICT;
          n++)
         q_write_conflict(db, n, err);
     if (c->capped) {
@@ -317,7 +401,7 @@ int q_write_insert(md_db *db, q_coll *c, const bson_t *doc, bool durable, eng_ri
         if (rid_out)
             *rid_out = rid;
     }
-    keys_free(c, ks);
+    ins_keys_free(c, &ik);
     return rc;
 }
 

@@ -444,3 +444,89 @@ Test(bt_fold, folds_race_readers_and_checkpoints)
     bt_expect_valid();
     close_stores();
 }
+
+/* The sorted store's keys, walked with a cursor, are the model's. */
+static void expect_keys(const bool *present, int n)
+{
+    eng_ss_cursor *sc;
+    const uint8_t *kp;
+    uint32_t kl;
+    eng_rid rid;
+    int at = 0;
+    BOK(eng_ss_cursor_open(SS, &sc));
+    while (eng_ss_cursor_next(sc) == 0 && eng_ss_cursor_get(sc, &kp, &kl, &rid) == 0) {
+        uint8_t k[8];
+        while (at < n && !present[at])
+            at++;
+        cr_assert(at < n, "a key the model does not have");
+        key_of(k, (uint64_t)at);
+        cr_assert(kl == 8 && memcmp(kp, k, 8) == 0 && rid == 7, "key %d out of place", at);
+        at++;
+    }
+    eng_ss_cursor_close(sc);
+    while (at < n && !present[at])
+        at++;
+    cr_assert_eq(at, n, "key %d missing", at);
+}
+
+/*
+ * The overlay places a key past its last chain from its tails, without a
+ * search (an append).  Random appends, inserts below the last chain,
+ * removals, and aborted appends (the last chain unlinked again: the tails
+ * step back) across folds must keep every key where the model has it.
+ */
+Test(bt_fold, appends_and_inserts_below_the_last_chain)
+{
+    enum { MAXK = 4000 };
+    static bool present[MAXK];
+    uint64_t s = 0x9E3779B97F4A7C15ull;
+    int high = 0;
+    bt_open_with(NULL, 0);
+    open_stores(true);
+    memset(present, 0, sizeof present);
+    for (int op = 0; op < 2500 && high < MAXK - 2; op++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        int r = (int)(s % 100), k = high ? (int)((s >> 8) % (uint64_t)high) : 0;
+        uint8_t key[8], key2[8];
+        eng_txn *t = btb();
+        if (r < 40 || high == 0) { /* an append */
+            key_of(key, (uint64_t)high);
+            BOK(eng_ss_insert(SS, t, key, 8, 7, false, NULL, &BERR));
+            present[high++] = true;
+            btc(t);
+        } else if (r < 60) { /* below the last chain */
+            key_of(key, (uint64_t)k);
+            BOK(eng_ss_insert(SS, t, key, 8, 7, false, NULL, &BERR));
+            present[k] = true;
+            btc(t);
+        } else if (r < 75) { /* a removal */
+            key_of(key, (uint64_t)k);
+            int rc = eng_ss_remove(SS, t, key, 8, 7);
+            cr_assert_eq(rc, present[k] ? 0 : MD_NOTFOUND);
+            present[k] = false;
+            btc(t);
+        } else if (r < 90) { /* aborted appends: the last chains go again */
+            key_of(key, (uint64_t)high);
+            key_of(key2, (uint64_t)high + 1);
+            BOK(eng_ss_insert(SS, t, key, 8, 7, false, NULL, &BERR));
+            if (r & 1)
+                BOK(eng_ss_insert(SS, t, key2, 8, 7, false, NULL, &BERR));
+            eng_txn_abort(t);
+        } else { /* an append and the removal of the key before it */
+            key_of(key, (uint64_t)high);
+            key_of(key2, (uint64_t)high - 1);
+            BOK(eng_ss_insert(SS, t, key, 8, 7, false, NULL, &BERR));
+            int rc = eng_ss_remove(SS, t, key2, 8, 7);
+            cr_assert_eq(rc, present[high - 1] ? 0 : MD_NOTFOUND);
+            present[high - 1] = false;
+            present[high++] = true;
+            btc(t);
+        }
+        if (op % 97 == 0)
+            expect_keys(present, high);
+    }
+    expect_keys(present, high);
+    bt_expect_valid();
+    expect_keys(present, high);
+    close_stores();
+}

@@ -64,3 +64,57 @@ Test(eng_util, well_formed_rejects_what_readers_trip_on)
     cr_assert(eng_bson_well_formed(good, sizeof good));
     cr_assert_not(eng_bson_well_formed(good, sizeof good - 1));
 }
+
+/* The key scan reads eight bytes at a time: keys of every length up to
+ * 24, with a byte that is not UTF-8 at each position (or none), in
+ * documents ending right after the key's value or with elements after
+ * it, are accepted exactly when they are valid; and the top-level notes
+ * an insert takes from the same walk are right. */
+Test(eng_util, key_scan_finds_every_nul_and_non_ascii_byte)
+{
+    for (int klen = 1; klen <= 24; klen++) {
+        for (int bad = -1; bad < klen; bad++) {
+            for (int tail = 0; tail < 2; tail++) {
+                char key[32];
+                memset(key, 'k', (size_t)klen);
+                key[klen] = 0;
+                if (bad >= 0)
+                    key[bad] = (char)0xff; /* never valid in UTF-8 */
+                uint8_t doc[128];
+                uint32_t n = 4;
+                doc[n++] = 0x08; /* bool */
+                memcpy(doc + n, key, (size_t)klen + 1);
+                n += (uint32_t)klen + 1;
+                doc[n++] = 1;
+                if (tail) { /* {_id: true} after it, and a $ name */
+                    doc[n++] = 0x08;
+                    memcpy(doc + n, "_id", 4);
+                    n += 4;
+                    doc[n++] = 0;
+                    doc[n++] = 0x0A;
+                    memcpy(doc + n, "$x", 3);
+                    n += 3;
+                }
+                doc[n++] = 0;
+                memcpy(doc, &n, 4);
+                eng_bson_top top;
+                bool ok = eng_bson_well_formed_top(doc, n, &top);
+                cr_assert_eq(ok, bad < 0, "klen %d bad %d tail %d", klen, bad, tail);
+                cr_assert_eq(eng_bson_well_formed(doc, n), ok);
+                if (ok) {
+                    cr_assert_not(top.id_first);
+                    cr_assert_eq(top.nid, tail);
+                    cr_assert(tail ? top.dollar && strcmp(top.dollar, "$x") == 0 : !top.dollar);
+                }
+                /* the key's NUL gone: the key runs into the document's end */
+                doc[4 + 1 + klen] = 'z';
+                cr_assert(tail || !eng_bson_well_formed(doc, n));
+            }
+        }
+    }
+    /* _id first */
+    uint8_t idf[] = {14, 0, 0, 0, 0x10, '_', 'i', 'd', 0, 7, 0, 0, 0, 0};
+    eng_bson_top top;
+    cr_assert(eng_bson_well_formed_top(idf, sizeof idf, &top));
+    cr_assert(top.id_first && top.nid == 1 && !top.dollar);
+}

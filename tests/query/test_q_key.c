@@ -531,3 +531,76 @@ Test(q_key, describe_renders_pattern_values)
     bson_destroy(p);
     bson_destroy(d);
 }
+
+/*
+ * q_key_simple, the insert path's key for a one-field index, against the
+ * key generator: on random documents (every kind of value, the field
+ * first, later, twice or missing, keys near and past the 1024-byte limit)
+ * and both directions, sparse or not, whenever it answers its key is the
+ * generator's one key (or, answering 0, the generator's none); it leaves
+ * arrays and keys too long to the generator.
+ */
+Test(q_key, simple_key_matches_the_generator_property)
+{
+    static const char *const vals[] = {
+        "1", "-2.5", "{\"$numberLong\": \"9007199254740993\"}", "\"str\"", "\"\"", "null",
+        "true", "{\"a\": 1, \"b\": [1, 2]}", "{}", "[1, 2]", "[]", "[[1]]",
+        "{\"$oid\": \"0123456789abcdef01234567\"}", "{\"$date\": 1500000000000}",
+        "{\"$minKey\": 1}", "{\"$maxKey\": 1}", "{\"$numberDecimal\": \"1.10\"}",
+        "{\"$regex\": \"a.b\", \"$options\": \"i\"}", "{\"$undefined\": true}",
+    };
+    const int nv = (int)(sizeof vals / sizeof *vals);
+    const char *const fields[] = {"_id", "f", "g"};
+    uint64_t s = 12345;
+    int answered = 0, deferred = 0;
+    char json[4096], pad[1100];
+    for (int round = 0; round < 3000; round++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        const char *field = fields[s % 3];
+        bool desc = (s >> 2) & 1, sparse = (s >> 3) & 1;
+        int n = 0;
+        n += snprintf(json + n, sizeof json - n, "{");
+        int nf = (int)((s >> 4) % 4);
+        for (int i = 0; i < nf; i++) {
+            const char *name = fields[(s >> (8 + 2 * i)) % 3];
+            int v = (int)((s >> (16 + 5 * i)) % (uint64_t)(nv + 1));
+            if (v == nv) { /* a long string: near or past the key limit */
+                size_t len = 1000 + (s >> 40) % 40;
+                memset(pad, 'x', len);
+                pad[len] = 0;
+                n += snprintf(json + n, sizeof json - n, "%s\"%s\": \"%s\"", i ? ", " : "", name,
+                              pad);
+            } else {
+                n += snprintf(json + n, sizeof json - n, "%s\"%s\": %s", i ? ", " : "", name,
+                              vals[v]);
+            }
+        }
+        snprintf(json + n, sizeof json - n, "}");
+        bson_t *doc = J(json), *pat = BCON_NEW(field, BCON_INT32(desc ? -1 : 1));
+        q_buf b;
+        q_keyset ks;
+        md_error err;
+        q_buf_init(&b);
+        q_keyset_init(&ks);
+        int r = q_key_simple(field, desc, sparse, doc, &b);
+        int rc = q_index_keys(pat, doc, sparse, &ks, &err);
+        if (r < 0) {
+            deferred++;
+            cr_assert_eq(b.len, 0u);
+            cr_assert(rc != 0 || ks.n != 1 || ks.multikey, "%s: deferred a plain key", json);
+        } else {
+            answered++;
+            cr_assert_eq(rc, 0, "%s: %s", json, err.message);
+            cr_assert_eq(ks.n, (size_t)r, "%s: %zu keys, simple %d", json, ks.n, r);
+            if (r == 1)
+                cr_assert(ks.keys[0].len == b.len && memcmp(ks.keys[0].data, b.data, b.len) == 0,
+                          "%s: keys differ", json);
+            cr_assert(!ks.multikey);
+        }
+        q_buf_cleanup(&b);
+        q_keyset_cleanup(&ks);
+        bson_destroy(doc);
+        bson_destroy(pat);
+    }
+    cr_assert(answered > 1500 && deferred > 100, "answered %d, deferred %d", answered, deferred);
+}
