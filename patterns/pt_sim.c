@@ -256,6 +256,8 @@ int pt_counters_sample(md_db *db, pt_counters *c, md_error *err)
                           sum_subdoc(&reply, "locks.Database.timeAcquiringMicros");
         c->write_conflicts = get_num(&reply, "metrics.operation.writeConflicts");
         c->moves = get_num(&reply, "metrics.record.moves");
+        c->latch_wait_us = get_num(&reply, "btree.transaction.latch.sharedWaitMicros") +
+                           get_num(&reply, "btree.transaction.latch.exclusiveWaitMicros");
         if (bson_iter_init(&it, &reply) &&
             bson_iter_find_descendant(&it, "storageEngine.name", &name) &&
             BSON_ITER_HOLDS_UTF8(&name))
@@ -284,6 +286,7 @@ static void counters_sub(const pt_counters *a, const pt_counters *b, pt_counters
     d->lock_waits = a->lock_waits - b->lock_waits;
     d->lock_wait_us = a->lock_wait_us - b->lock_wait_us;
     d->write_conflicts = a->write_conflicts - b->write_conflicts;
+    d->latch_wait_us = a->latch_wait_us - b->latch_wait_us;
     d->moves = a->moves - b->moves;
     d->inserts = a->inserts - b->inserts;
     d->updates = a->updates - b->updates;

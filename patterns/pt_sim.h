@@ -137,6 +137,8 @@ typedef struct pt_counters {
     int64_t lock_waits;       /* locks.Collection + Database acquireWaitCount, all modes */
     int64_t lock_wait_us;     /* ... timeAcquiringMicros */
     int64_t write_conflicts;  /* metrics.operation.writeConflicts */
+    int64_t latch_wait_us;    /* btree: its engine latch's shared + exclusive wait
+                                 (btree.transaction.latch *WaitMicros, all threads) */
     int64_t moves;            /* metrics.record.moves */
     int64_t inserts, updates, in_place, bytes_written; /* collStats.<engine> sums */
     int64_t cpu_us;           /* the process's user + system CPU time (getrusage) */

@@ -102,11 +102,12 @@ static double per_write(const pt_counters *c)
 static void print_counters(FILE *f, const char *lead, const pt_counters *c)
 {
     fprintf(f,
-            "%slock waits %lld (%.1f ms waited), write conflicts %lld, inserts %lld, "
-            "updates %lld (in place %lld, moves %lld), bytes written %lld (%.0f per write), "
-            "CPU %.2f s\n",
+            "%slock waits %lld (%.1f ms waited), engine latch waited %.1f ms, write "
+            "conflicts %lld, inserts %lld, updates %lld (in place %lld, moves %lld), bytes "
+            "written %lld (%.0f per write), CPU %.2f s\n",
             lead, (long long)c->lock_waits, (double)c->lock_wait_us / 1000.0,
-            (long long)c->write_conflicts, (long long)c->inserts, (long long)c->updates,
+            (double)c->latch_wait_us / 1000.0, (long long)c->write_conflicts,
+            (long long)c->inserts, (long long)c->updates,
             (long long)c->in_place, (long long)c->moves, (long long)c->bytes_written,
             per_write(c), (double)c->cpu_us / 1e6);
 }
@@ -162,6 +163,7 @@ static void pattern_counters(const rn_run *run, const pt_pattern *p, int e, pt_c
         c->lock_waits += r->delta.lock_waits;
         c->lock_wait_us += r->delta.lock_wait_us;
         c->write_conflicts += r->delta.write_conflicts;
+        c->latch_wait_us += r->delta.latch_wait_us;
         c->moves += r->delta.moves;
         c->inserts += r->delta.inserts;
         c->updates += r->delta.updates;
@@ -244,7 +246,7 @@ int rn_write_csv(const rn_run *run, const char *dir)
                "min_ms,max_ms,book_runtime_s,book_mean_ms,book_sd_ms,book_p75_ms,"
                "book_p95_ms,book_p99_ms,book_min_ms,book_max_ms,lock_waits,lock_wait_ms,"
                "write_conflicts,inserts,updates,in_place_updates,moves,bytes_written,"
-               "cpu_s,check,not_started,service_ms\n");
+               "cpu_s,check,not_started,service_ms,latch_wait_ms\n");
     for (int k = 0; k < run->nsc; k++) {
         const rn_scenario *s = &run->sc[k];
         for (int e = 0; e < RN_MAX_ENGINES; e++) {
@@ -281,7 +283,7 @@ int rn_write_csv(const rn_run *run, const char *dir)
                 fprintf(f, ",%lld,", (long long)r->ops[j].skipped);
                 if (r->ops[j].service_users)
                     fprintf(f, "%.4f", r->ops[j].service_ms);
-                fputc('\n', f);
+                fprintf(f, ",%.3f\n", (double)d->latch_wait_us / 1000.0);
             }
         }
     }
@@ -416,9 +418,10 @@ static void md_scenario(FILE *f, const rn_run *run, const rn_scenario *s)
             if (b)
                 md_fig_row(f, "", "", e == RN_MMAPV1 ? "book (MMAP)" : "book (WT)", b);
         }
-    fprintf(f, "\n| engine | users | errors | lock waits | waited (ms) | write conflicts | "
-               "inserts | updates | in place | moves | bytes written | bytes/write | CPU (s) | check |\n"
-               "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    fprintf(f, "\n| engine | users | errors | lock waits | waited (ms) | engine latch waited "
+               "(ms) | write conflicts | inserts | updates | in place | moves | bytes written | "
+               "bytes/write | CPU (s) | check |\n"
+               "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (int e = 0; e < RN_MAX_ENGINES; e++) {
         const pt_run_result *r = s->r[e];
         if (!r)
@@ -429,10 +432,11 @@ static void md_scenario(FILE *f, const rn_run *run, const rn_scenario *s)
             errors += r->ops[j].errors;
         }
         const pt_counters *d = &r->delta;
-        fprintf(f, "| %s | %lld | %lld | %lld | %.1f | %lld | %lld | %lld | %lld | %lld | %lld | "
-                   "%.0f | %.2f | %s |\n",
+        fprintf(f, "| %s | %lld | %lld | %lld | %.1f | %.1f | %lld | %lld | %lld | %lld | %lld | "
+                   "%lld | %.0f | %.2f | %s |\n",
                 r->engine, (long long)users, (long long)errors, (long long)d->lock_waits,
-                (double)d->lock_wait_us / 1000.0, (long long)d->write_conflicts,
+                (double)d->lock_wait_us / 1000.0, (double)d->latch_wait_us / 1000.0,
+                (long long)d->write_conflicts,
                 (long long)d->inserts, (long long)d->updates, (long long)d->in_place,
                 (long long)d->moves, (long long)d->bytes_written, per_write(d),
                 (double)d->cpu_us / 1e6, r->check_rc ? "**failed**" : "ok");
@@ -513,22 +517,25 @@ static void md_queue(FILE *f, const rn_run *run)
             ". Each findAndModify needs the collection's write lock on mmapv1 and the "
             "publishers' inserts take it too: on mmapv1 operations waited %lld times for "
             "a lock, %.1f ms in all (serverStatus locks acquireWaitCount / "
-            "timeAcquiringMicros); on btree %lld times, with %lld write conflicts "
+            "timeAcquiringMicros); on btree %lld times, its engine latch waited %.1f ms in "
+            "all, with %lld write conflicts "
             "(metrics.operation.writeConflicts: readers racing for the same oldest job). "
             "The runtime was %.1f s on mmapv1 and %.1f s on btree for %d x %d ms of "
             "scheduled users.\n",
             (long long)rm->delta.lock_waits, (double)rm->delta.lock_wait_us / 1000.0,
-            (long long)rb->delta.lock_waits, (long long)rb->delta.write_conflicts,
+            (long long)rb->delta.lock_waits, (double)rb->delta.latch_wait_us / 1000.0,
+            (long long)rb->delta.write_conflicts,
             rm->runtime_s, rb->runtime_s, rm->iterations, rm->resolution_ms);
 }
 
 static void md_counters_sentence(FILE *f, const char *engine, const pt_counters *c)
 {
     fprintf(f,
-            "%s: %lld lock waits (%.1f ms waited), %lld write conflicts, %lld updates "
-            "(%lld in place, %lld moves), %.0f bytes written per write, %.2f s of CPU",
+            "%s: %lld lock waits (%.1f ms waited), engine latch waited %.1f ms, %lld write "
+            "conflicts, %lld updates (%lld in place, %lld moves), %.0f bytes written per "
+            "write, %.2f s of CPU",
             engine, (long long)c->lock_waits, (double)c->lock_wait_us / 1000.0,
-            (long long)c->write_conflicts, (long long)c->updates, (long long)c->in_place,
+            (double)c->latch_wait_us / 1000.0, (long long)c->write_conflicts, (long long)c->updates, (long long)c->in_place,
             (long long)c->moves, per_write(c), (double)c->cpu_us / 1e6);
 }
 

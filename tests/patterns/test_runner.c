@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "pt_sim.h"
+#include "pt_test_util.h"
 
 /* ---- histogram ---------------------------------------------------------------- */
 
@@ -464,4 +465,33 @@ Test(runner_sim, waiting_for_a_free_client_counts)
     cr_assert_lt(r->ops[0].fig.max, 45.0, "nobody waited for a client: max %.3f ms",
                  r->ops[0].fig.max);
     free(r);
+}
+
+/* The counters the report explains verdicts with are serverStatus's: on
+ * btree the engine latch's waits (shared + exclusive), which mmapv1 does
+ * not have. */
+Test(runner_sim, counters_read_the_btree_engine_latch)
+{
+    ptt_db t;
+    PTT_FOR_EACH_ENGINE(t) {
+        md_error err;
+        bson_destroy(PTT_OK(&t, "{\"insert\": \"c\", \"documents\": [{\"_id\": 1}]}"));
+        pt_counters c;
+        cr_assert_eq(pt_counters_sample(t.db, &c, &err), 0, "%s", err.message);
+        bson_t *ss = PTT_OK(&t, "{\"serverStatus\": 1}");
+        bson_iter_t it;
+        int64_t want = 0;
+        bool has = ptt_find(ss, "btree.transaction.latch.sharedWaitMicros", &it);
+        if (has) {
+            want += bson_iter_as_int64(&it);
+            cr_assert(ptt_find(ss, "btree.transaction.latch.exclusiveWaitMicros", &it));
+            want += bson_iter_as_int64(&it);
+        }
+        cr_assert_eq(has, strcmp(t.engine, "btree") == 0, "[%s] the latch is btree's",
+                     t.engine);
+        /* waits only grow: the sample taken first cannot exceed the later one */
+        cr_assert_leq(c.latch_wait_us, want, "[%s]", t.engine);
+        cr_assert_geq(c.latch_wait_us, 0);
+        bson_destroy(ss);
+    }
 }
