@@ -367,7 +367,7 @@ static int typed_write_error(bson_t *reply, int index, md_error *err)
 }
 
 static const char *const insert_known[] = {"writeConcern", "ordered", NULL};
-#define TOP_NOTED 16
+#define TOP_ON_STACK 16
 
 /* insert_many without a command document: each document checked and
  * inserted as q_cmd_insert does; false when the options need the parser. */
@@ -387,17 +387,17 @@ static bool typed_insert(md_collection *coll, const bson_t **docs, size_t n,
         ordered = bson_iter_bool(&it);
     }
     /* the check that validates a document also notes its top-level names
-     * for the insert (the first TOP_NOTED of a batch; the rest are walked
-     * again by q_doc_prepare_insert) */
-    eng_bson_top top[TOP_NOTED];
-    for (size_t i = 0; i < n && !rc; i++) {
-        if (i >= TOP_NOTED)
-            rc = check_doc(docs[i], "document", err);
-        else if (!docs[i] || !eng_bson_well_formed_top(bson_get_data(docs[i]), docs[i]->len,
-                                                       &top[i]))
+     * for the insert, so q_doc_prepare_insert does not walk them again */
+    eng_bson_top stack_top[TOP_ON_STACK];
+    eng_bson_top *top = n <= TOP_ON_STACK ? stack_top : malloc(n * sizeof *top);
+    if (!top)
+        rc = q_err(err, MD_ENOMEM, MD_CODE_INTERNAL_ERROR, "out of memory");
+    for (size_t i = 0; i < n && !rc; i++)
+        if (!docs[i] || !eng_bson_well_formed_top(bson_get_data(docs[i]), docs[i]->len, &top[i]))
             rc = q_err(err, MD_EINVAL, MD_CODE_INVALID_BSON, "document is not valid BSON");
-    }
     if ((rc = typed_write_check(rc, opts, &durable, reply, err)) != 0) {
+        if (top != stack_top)
+            free(top);
         *rcp = rc;
         return true;
     }
@@ -412,8 +412,7 @@ static bool typed_insert(md_collection *coll, const bson_t **docs, size_t n,
         q_coll_lock(db, c, true);
         for (size_t i = 0; i < n; i++) {
             md_error_clear(&stmt);
-            if (q_insert_exec(db, c, docs[i], i < TOP_NOTED ? &top[i] : NULL,
-                              durable && i == n - 1, &stmt) == 0) {
+            if (q_insert_exec(db, c, docs[i], &top[i], durable && i == n - 1, &stmt) == 0) {
                 ok++;
                 synced = synced || i == n - 1;
                 continue;
@@ -430,6 +429,8 @@ static bool typed_insert(md_collection *coll, const bson_t **docs, size_t n,
             eng_flush(db->eng, true, NULL);
     }
     q_op_leave(db);
+    if (top != stack_top)
+        free(top);
     if (!rc && reply)
         BSON_APPEND_INT64(reply, "insertedCount", ok);
     *rcp = rc ? rc : failed >= 0 ? typed_write_error(reply, failed, err) : 0;

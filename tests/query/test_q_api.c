@@ -49,6 +49,41 @@ Test(q_api, insert_one_and_many)
     }
 }
 
+/* A batch longer than the notes kept on the stack: every document's
+ * top-level facts still come from its one validation (a $-name refused,
+ * an _id that is not first moved to the front). */
+Test(q_api, insert_many_long_batch_checks_every_document)
+{
+    tdb t;
+    FOR_EACH_ENGINE(t) {
+        md_collection *c = md_db_get_collection(t.db, "long");
+        md_error err;
+        bson_t reply;
+        bson_t *docs[40];
+        for (int i = 0; i < 40; i++)
+            docs[i] = i == 30   ? BCON_NEW("x", BCON_INT32(i), "_id", BCON_INT32(i))
+                      : i == 35 ? BCON_NEW("_id", BCON_INT32(i), "$bad", BCON_INT32(1))
+                                : BCON_NEW("_id", BCON_INT32(i));
+        cr_assert_eq(md_collection_insert_many(c, (const bson_t **)docs, 40, NULL, &reply, &err),
+                     MD_ERROR, "[%s]", t.engine);
+        cr_assert_eq(err.code, 52, "[%s] %s", t.engine, err.message);
+        cr_assert_eq(reply_i64(&reply, "insertedCount"), 35, "[%s] ordered: stops at 35",
+                     t.engine);
+        bson_destroy(&reply);
+        bson_t *r = T_OK(&t, "{\"find\": \"long\", \"filter\": {\"_id\": 30}}");
+        bson_iter_t it;
+        cr_assert(bson_iter_init(&it, r) &&
+                  bson_iter_find_descendant(&it, "cursor.firstBatch.0", &it));
+        bson_iter_t f;
+        cr_assert(bson_iter_recurse(&it, &f) && bson_iter_next(&f));
+        cr_assert_str_eq(bson_iter_key(&f), "_id", "[%s] _id stored first", t.engine);
+        bson_destroy(r);
+        for (int i = 0; i < 40; i++)
+            bson_destroy(docs[i]);
+        md_collection_destroy(c);
+    }
+}
+
 Test(q_api, update_replace_delete)
 {
     tdb t;
