@@ -122,8 +122,8 @@ static void *client_main(void *arg)
         if (i >= s->nusers)
             break;
         const sim_user *su = &s->users[i];
-        int64_t start = s->t0_ns + su->t_ns;
-        if (start > s->stop_ns || mono_ns() > s->stop_ns) {
+        int64_t start = s->t0_ns + su->t_ns, picked = mono_ns();
+        if (start > s->stop_ns || picked > s->stop_ns) {
             c->res[su->op].skipped++;
             atomic_fetch_add(&s->done, 1);
             continue;
@@ -132,7 +132,7 @@ static void *client_main(void *arg)
          * free client's wake-up lateness is not the user's; time spent
          * waiting for a free client (picked up after start) is. */
         int64_t begin = start;
-        if (mono_ns() < start) {
+        if (picked < start) {
             sleep_until_ns(start);
             begin = mono_ns();
         }

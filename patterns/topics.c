@@ -114,32 +114,33 @@ int pt_topics_publish(md_db *db, const char *ticker, double price, md_error *err
     return publish(db, ticker, price, NULL, err);
 }
 
-/* find({time: {$gte: since}}) with tailable and awaitData; each getMore
- * waits up to max_await_ms for a new ticker.  Caller destroys. */
-md_cursor *pt_topics_subscribe(md_db *db, int64_t since_ms, int32_t max_await_ms)
+/* find(filter) with tailable and awaitData; each getMore waits up to
+ * max_await_ms for a new ticker.  Caller destroys. */
+static md_cursor *tail(md_db *db, const bson_t *filter, int32_t max_await_ms)
 {
     md_collection *coll = md_db_get_collection(db, TOPICS_COLL);
-    bson_t *filter = BCON_NEW("time", "{", "$gte", BCON_DATE_TIME(since_ms), "}");
     bson_t *opts = BCON_NEW("tailable", BCON_BOOL(true), "awaitData", BCON_BOOL(true),
                             "maxAwaitTimeMS", BCON_INT32(max_await_ms));
     md_cursor *cur = md_collection_find_with_opts(coll, filter, opts);
     bson_destroy(opts);
-    bson_destroy(filter);
     md_collection_destroy(coll);
     return cur;
 }
 
-/* The simulator's Topic.listen(): find({}) tailable + awaitData, from the
- * oldest ticker in the ring.  Caller destroys. */
+/* The book's consumer (Ex 3): find({time: {$gte: since}}), tailing. */
+md_cursor *pt_topics_subscribe(md_db *db, int64_t since_ms, int32_t max_await_ms)
+{
+    bson_t *filter = BCON_NEW("time", "{", "$gte", BCON_DATE_TIME(since_ms), "}");
+    md_cursor *cur = tail(db, filter, max_await_ms);
+    bson_destroy(filter);
+    return cur;
+}
+
+/* The simulator's Topic.listen(): find({}), tailing from the oldest ticker
+ * in the ring. */
 md_cursor *pt_topics_listen(md_db *db, int32_t max_await_ms)
 {
-    md_collection *coll = md_db_get_collection(db, TOPICS_COLL);
-    bson_t *opts = BCON_NEW("tailable", BCON_BOOL(true), "awaitData", BCON_BOOL(true),
-                            "maxAwaitTimeMS", BCON_INT32(max_await_ms));
-    md_cursor *cur = md_collection_find_with_opts(coll, NULL, opts);
-    bson_destroy(opts);
-    md_collection_destroy(coll);
-    return cur;
+    return tail(db, NULL, max_await_ms);
 }
 
 /* ---- the scenario: topic_simulation.js --------------------------------------- */
