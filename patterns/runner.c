@@ -166,7 +166,6 @@ static int mkdirs(const char *dir)
     return mkdir(buf, 0777) == 0 || access(buf, W_OK) == 0 ? 0 : -1;
 }
 
-/* Run one scenario on one engine and print its table. false: an error. */
 /* The runner.h rule: probe s at 1, 2, 4, ... on mmapv1 and btree. */
 static void find_saturating_scale(rn_run *run, rn_scenario *s)
 {
@@ -218,6 +217,7 @@ static void find_saturating_scale(rn_run *run, rn_scenario *s)
                  RN_SATURATE_MAX, RN_SATURATED_MS);
 }
 
+/* Run one scenario on one engine and print its table. false: an error. */
 static bool run_one(rn_run *run, rn_scenario *s, int e, progress_ctx *pc)
 {
     pt_run_opts o = run->opts;
@@ -426,9 +426,9 @@ int main(int argc, char **argv)
     double t0 = now_s();
     read_load(run.load_before, sizeof run.load_before);
     int si = 0;
+    run.saturate = !rate_given && !quick;
     for (int pi = 0; pi < run.npat; pi++) {
         for (; si < run.nsc && run.sc[si].p == run.pat[pi].p; si++) {
-            run.saturate = !rate_given && !quick;
             if (run.saturate && pt_book_saturated(run.sc[si].sc, RN_BOOK_SATURATED_MS))
                 find_saturating_scale(&run, &run.sc[si]);
             for (int e = 0; e < run.nengines; e++) {
