@@ -24,7 +24,6 @@
  * operator that is not size-preserving by nature sends the update to the
  * general path, which then reports exactly what it always did.
  */
-#include <endian.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,18 +73,15 @@ static void dmg_diff(ip_state *st, size_t s, uint32_t dst, uint32_t len)
             dmg_push(st->dmg, (uint32_t)s + i, dst + i, 1);
 }
 
-/* A number of a type whose value is held as-is in a q_num (int32, int64,
- * double), read from its bytes; false for any other type. */
+/* An int32, int64 or double as a q_num (q_num_get); false for any other
+ * type. */
 static bool ip_num(const bson_iter_t *e, q_num *x)
 {
-    const uint8_t *v = e->raw + e->d1;
-    x->t = bson_iter_type(e);
-    switch (x->t) {
-    case BSON_TYPE_INT32: memcpy(&x->i32, v, 4); x->i32 = (int32_t)le32toh((uint32_t)x->i32); return true;
-    case BSON_TYPE_INT64: memcpy(&x->i64, v, 8); x->i64 = (int64_t)le64toh((uint64_t)x->i64); return true;
-    case BSON_TYPE_DOUBLE: memcpy(&x->d, v, 8); return true;
-    default: return false;
-    }
+    bson_type_t t = bson_iter_type(e);
+    if (t != BSON_TYPE_INT32 && t != BSON_TYPE_INT64 && t != BSON_TYPE_DOUBLE)
+        return false;
+    q_num_get(e, x);
+    return true;
 }
 
 /*
