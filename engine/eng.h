@@ -59,6 +59,7 @@
 #ifndef ENG_H
 #define ENG_H
 
+#include <endian.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -467,9 +468,29 @@ int eng_ss_cursor_restore(eng_ss_cursor *c);
 void eng_ss_cursor_close(eng_ss_cursor *c);
 
 /* ---- shared utilities (eng_util.c) --------------------------------------- */
-/* Compare (key, rid) pairs in sorted-store order: memcmp, shorter first, rid. */
-int eng_key_cmp(const uint8_t *a, uint32_t alen, eng_rid arid, const uint8_t *b,
-                uint32_t blen, eng_rid brid);
+/* Compare (key, rid) pairs in sorted-store order: memcmp, shorter first, rid.
+ * Inline, eight bytes at a time: the index searches compare ~16 keys per
+ * lookup, most of them a few bytes long. */
+static inline int eng_key_cmp(const uint8_t *a, uint32_t alen, eng_rid arid, const uint8_t *b,
+                              uint32_t blen, eng_rid brid)
+{
+    uint32_t n = alen < blen ? alen : blen, i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t x, y;
+        memcpy(&x, a + i, 8);
+        memcpy(&y, b + i, 8);
+        if (x != y)
+            return be64toh(x) < be64toh(y) ? -1 : 1;
+    }
+    for (; i < n; i++)
+        if (a[i] != b[i])
+            return a[i] < b[i] ? -1 : 1;
+    if (alen != blen)
+        return alen < blen ? -1 : 1;
+    if (arid != brid)
+        return arid < brid ? -1 : 1;
+    return 0;
+}
 /* Corruption report: fills err with DataCorruptionDetected naming file:line. */
 #define ENG_CORRUPT(err, ...) eng_corrupt_at((err), __FILE__, __LINE__, __VA_ARGS__)
 int eng_corrupt_at(md_error *err, const char *file, int line, const char *fmt, ...)

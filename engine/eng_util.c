@@ -1,7 +1,8 @@
 /*
  * eng_util.c -- utilities shared by every layer: error reporting (md_error,
- * MongoDB code names, corruption reports), the validate accumulator, key
- * ordering for sorted stores, and the allocation strategy names.
+ * MongoDB code names, corruption reports), the validate accumulator, and
+ * the allocation strategy names (the sorted stores' key order,
+ * eng_key_cmp, is inline in eng.h).
  */
 #include <stdio.h>
 #include <string.h>
@@ -178,20 +179,6 @@ void eng_validate_error(eng_validate *v, const char *fmt, ...)
     va_end(ap);
     snprintf(key, sizeof key, "%d", v->nerrors++);
     bson_append_utf8(&v->errors, key, -1, msg, -1);
-}
-
-int eng_key_cmp(const uint8_t *a, uint32_t alen, eng_rid arid, const uint8_t *b,
-                uint32_t blen, eng_rid brid)
-{
-    uint32_t n = alen < blen ? alen : blen;
-    int c = n ? memcmp(a, b, n) : 0;
-    if (c)
-        return c < 0 ? -1 : 1;
-    if (alen != blen)
-        return alen < blen ? -1 : 1;
-    if (arid != brid)
-        return arid < brid ? -1 : 1;
-    return 0;
 }
 
 const char *eng_alloc_name(int alloc)

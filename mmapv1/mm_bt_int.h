@@ -235,32 +235,9 @@ static inline int node_child(const bt_node *nd, unsigned j, mm_bt_loc *child, md
     return 0;
 }
 
-/* eng_key_cmp's order, inline: the binary searches compare ~16 keys per
- * lookup, most of them a few bytes long. */
-static inline int key_cmp(const uint8_t *a, uint32_t alen, eng_rid arid, const uint8_t *b,
-                          uint32_t blen, eng_rid brid)
-{
-    uint32_t n = alen < blen ? alen : blen, i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t x, y;
-        memcpy(&x, a + i, 8);
-        memcpy(&y, b + i, 8);
-        if (x != y)
-            return be64toh(x) < be64toh(y) ? -1 : 1;
-    }
-    for (; i < n; i++)
-        if (a[i] != b[i])
-            return a[i] < b[i] ? -1 : 1;
-    if (alen != blen)
-        return alen < blen ? -1 : 1;
-    if (arid != brid)
-        return arid < brid ? -1 : 1;
-    return 0;
-}
-
 static inline int item_cmp(const bt_item *a, const uint8_t *key, uint32_t klen, eng_rid rid)
 {
-    return key_cmp(a->key, a->klen, a->rid, key, klen, rid);
+    return eng_key_cmp(a->key, a->klen, a->rid, key, klen, rid);
 }
 
 

@@ -80,8 +80,8 @@ static inline int probe(const bt_node *nd, unsigned i, const bt_target *tg, bool
     uint32_t klen;
     if (!slot_key(nd, i, &k, &klen))
         return -1;
-    int c = key_cmp(k, klen, (eng_rid)get64(nd->p + BK_HDR + i * BK_SLOT + S_RID), tg->key,
-                    tg->klen, tg->rid);
+    eng_rid rid = (eng_rid)get64(nd->p + BK_HDR + i * BK_SLOT + S_RID);
+    int c = eng_key_cmp(k, klen, rid, tg->key, tg->klen, tg->rid);
     return upper ? c <= 0 : c < 0;
 }
 

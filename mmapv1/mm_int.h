@@ -805,7 +805,7 @@ int mm_journal_open(mm_engine *e, const mm_jopts *o, uint64_t last_seq, int64_t 
 void mm_journal_close(mm_engine *e);
 /* Commit t's intents: append them to the group-commit buffer; durable:
  * write and fsync the section before returning.  *remap: the private view
- * has grown past MM_J_REMAP_BYTES (decided under the same lock). */
+ * has grown past e->remap_bytes (decided under the same lock). */
 int mm_journal_commit(mm_engine *e, mm_txn *t, bool durable, bool *remap, md_error *err);
 /* After a commit that set *remap (no transaction open): remap the private
  * view. */

@@ -738,13 +738,16 @@ int mm_journal_commit(mm_engine *e, mm_txn *t, bool durable, bool *remap, md_err
     return 0;
 }
 
-/* REMAPPRIVATEVIEW: fresh private views holding the pending commits. */
+/* REMAPPRIVATEVIEW: fresh private views holding the pending commits.
+ * Asked by a commit that saw cow_bytes past the limit; another commit (of
+ * another collection) or a flush may have remapped since, so the limit is
+ * looked at again under the lock rather than remapping twice. */
 static void remap_private(mm_engine *e)
 {
     mm_journal *j = e->j;
     pthread_mutex_lock(&j->wmu);
     pthread_mutex_lock(&j->mu);
-    if (mm_views_remap(e, &j->pend) == 0)
+    if (j->cow_bytes > e->remap_bytes && mm_views_remap(e, &j->pend) == 0)
         j->cow_bytes = (int64_t)j->pend.len;
     pthread_mutex_unlock(&j->mu);
     pthread_mutex_unlock(&j->wmu);

@@ -67,6 +67,19 @@ static int cmd_code(md_db *db, const bson_t *cmd, char *msg, size_t n)
     return code;
 }
 
+/* Collection coll of db holds n documents ({count}). */
+static void expect_count(md_db *db, const char *coll, int64_t n)
+{
+    bson_t *cnt = BCON_NEW("count", BCON_UTF8(coll)), reply;
+    bson_iter_t it;
+    md_error err;
+    cr_assert_eq(md_db_command(db, cnt, &reply, &err), 0, "%s", err.message);
+    cr_assert(bson_iter_init_find(&it, &reply, "n") && bson_iter_as_int64(&it) == n,
+              "count of %s: want %lld", coll, (long long)n);
+    bson_destroy(&reply);
+    bson_destroy(cnt);
+}
+
 static void check_code(const fcase *c, int code, const char *msg, const char *where)
 {
     if (code == MD_CODE_ILLEGAL_OPERATION && strstr(where, "after"))
@@ -274,11 +287,7 @@ Test(faults, btree_failed_checkpoint_stops_writes)
     bson_destroy(ins);
     md_db_close(db);
     cr_assert_eq(md_db_open(dir, o, &db, &err), 0, "reopen: %s", err.message);
-    bson_t *cnt = BCON_NEW("count", "c");
-    cr_assert_eq(md_db_command(db, cnt, &reply, &err), 0, "%s", err.message);
-    cr_assert(bson_iter_init_find(&it, &reply, "n") && bson_iter_as_int64(&it) == 1);
-    bson_destroy(&reply);
-    bson_destroy(cnt);
+    expect_count(db, "c", 1);
     bson_t *v = BCON_NEW("validate", "c", "full", BCON_BOOL(true));
     cr_assert_eq(md_db_command(db, v, &reply, &err), 0, "%s", err.message);
     cr_assert(bson_iter_init_find(&it, &reply, "valid") && bson_iter_as_bool(&it));
@@ -335,14 +344,8 @@ Test(faults, btree_commit_does_not_wait_for_the_log_fsync)
     cr_assert(still, "the fsync was released before the commits ended");
     md_db_close(db);
     /* and every commit is in the log */
-    bson_t reply;
-    bson_iter_t it;
     cr_assert_eq(md_db_open(dir, o, &db, &err), 0, "reopen: %s", err.message);
-    bson_t *cnt = BCON_NEW("count", "c");
-    cr_assert_eq(md_db_command(db, cnt, &reply, &err), 0, "%s", err.message);
-    cr_assert(bson_iter_init_find(&it, &reply, "n") && bson_iter_as_int64(&it) == 51);
-    bson_destroy(&reply);
-    bson_destroy(cnt);
+    expect_count(db, "c", 51);
     md_db_close(db);
     bson_destroy(o);
     nftw(dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
