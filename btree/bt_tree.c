@@ -106,7 +106,7 @@ static inline size_t page_find(const bt_page *p, const uint8_t *key, uint32_t kl
     uint64_t kp = bt_key_prefix(key, klen);
     if (tail && hi > lo) {
         const bt_ent *en = &p->e[hi - 1];
-        int c = en->kpfx != kp ? (en->kpfx < kp ? -1 : 1) : ent_cmp(en, key, klen, rid);
+        int c = bt_key_cmp_p(en->kpfx, en->key, en->klen, en->rid, kp, key, klen, rid);
         if (c < 0 || (c == 0 && p->type == BT_PAGE_INT))
             return p->type == BT_PAGE_INT ? hi - 1 : hi;
         hi--; /* the last entry is >= key (leaf), > key (internal) */
@@ -114,7 +114,7 @@ static inline size_t page_find(const bt_page *p, const uint8_t *key, uint32_t kl
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         const bt_ent *en = &p->e[mid];
-        int c = en->kpfx != kp ? (en->kpfx < kp ? -1 : 1) : ent_cmp(en, key, klen, rid);
+        int c = bt_key_cmp_p(en->kpfx, en->key, en->klen, en->rid, kp, key, klen, rid);
         if (c < 0 || (c == 0 && p->type == BT_PAGE_INT))
             lo = mid + 1;
         else

@@ -200,25 +200,11 @@ static uint64_t oldest_locked(bt_engine *e)
 
 /* ---- the overlay skiplist -------------------------------------------------------- */
 
-/* eng_key_cmp(chain, key) with kp = bt_key_prefix(key): the prefixes
- * decide when they differ; keys of at most 8 bytes with equal prefixes
- * differ only in length (the padding is zeros) and then rid. */
+/* eng_key_cmp(chain, key) with kp = bt_key_prefix(key). */
 static inline int chain_cmp_p(const bt_chain *c, uint64_t kp, const uint8_t *key,
                               uint32_t klen, eng_rid rid)
 {
-    if (c->kpfx != kp)
-        return c->kpfx < kp ? -1 : 1;
-    if (c->klen <= 8 && klen <= 8) {
-        if (c->klen != klen)
-            return c->klen < klen ? -1 : 1;
-        return c->rid != rid ? (c->rid < rid ? -1 : 1) : 0;
-    }
-    return eng_key_cmp(c->key, c->klen, c->rid, key, klen, rid);
-}
-
-static int chain_cmp(const bt_chain *c, const uint8_t *key, uint32_t klen, eng_rid rid)
-{
-    return chain_cmp_p(c, bt_key_prefix(key, klen), key, klen, rid);
+    return bt_key_cmp_p(c->kpfx, c->key, c->klen, c->rid, kp, key, klen, rid);
 }
 
 static bt_chain **ov_tail(bt_overlay *o, int i)
@@ -232,14 +218,14 @@ static bt_chain *ov_owner0(bt_overlay *o, bt_chain **l)
     return l == &o->head[0] ? NULL : (bt_chain *)((char *)l - offsetof(bt_chain, next));
 }
 
-/* The first chain >= (key, rid); slot[i] (if given) gets, for the levels
- * in use (i < top), the link at level i that points at or past it.  A key
- * past the last chain is answered from the tails, with one comparison. */
-static bt_chain *ov_find(bt_overlay *o, const uint8_t *key, uint32_t klen, eng_rid rid,
-                         bt_chain ***slot)
+/* The first chain >= (key, rid), kp its bt_key_prefix; slot[i] (if
+ * given) gets, for the levels in use (i < top), the link at level i that
+ * points at or past it.  A key past the last chain is answered from the
+ * tails, with one comparison. */
+static bt_chain *ov_find(bt_overlay *o, uint64_t kp, const uint8_t *key, uint32_t klen,
+                         eng_rid rid, bt_chain ***slot)
 {
     bt_chain **links = o->head, *x;
-    uint64_t kp = bt_key_prefix(key, klen);
     if (o->last && chain_cmp_p(o->last, kp, key, klen, rid) < 0) {
         for (int i = 0; slot && i < o->top; i++)
             slot[i] = ov_tail(o, i);
@@ -257,14 +243,16 @@ static bt_chain *ov_find(bt_overlay *o, const uint8_t *key, uint32_t klen, eng_r
 static bt_chain *ov_exact(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid,
                           bt_chain ***slot)
 {
-    bt_chain *c = ov_find(&t->ov, key, klen, rid, slot);
-    return c && chain_cmp(c, key, klen, rid) == 0 ? c : NULL;
+    uint64_t kp = bt_key_prefix(key, klen);
+    bt_chain *c = ov_find(&t->ov, kp, key, klen, rid, slot);
+    return c && chain_cmp_p(c, kp, key, klen, rid) == 0 ? c : NULL;
 }
 
 bt_chain *bt_ov_seek(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, bool incl)
 {
-    bt_chain *c = ov_find(&t->ov, key, klen, rid, NULL);
-    if (c && !incl && chain_cmp(c, key, klen, rid) == 0)
+    uint64_t kp = bt_key_prefix(key, klen);
+    bt_chain *c = ov_find(&t->ov, kp, key, klen, rid, NULL);
+    if (c && !incl && chain_cmp_p(c, kp, key, klen, rid) == 0)
         c = c->next[0];
     return c;
 }
@@ -397,7 +385,7 @@ static void chain_free(bt_engine *e, bt_chain *c)
 static void ov_remove(bt_engine *e, bt_tree *t, bt_chain *c)
 {
     bt_chain **slot[BT_SKIP_MAX];
-    bt_chain *f = ov_find(&t->ov, c->key, c->klen, c->rid, slot);
+    bt_chain *f = ov_find(&t->ov, c->kpfx, c->key, c->klen, c->rid, slot);
     assert(f == c && !c->pending);
     (void)f;
     for (int i = 0; i < c->height; i++) {
