@@ -550,8 +550,10 @@ static int shrink_root(bt_tree *t, md_error *err)
 static bool pos_covers(const bt_pos *pos, const uint8_t *key, uint32_t klen, eng_rid rid)
 {
     int d = pos->depth - 1;
+    if (d < 0)
+        return false; /* no path */
     const bt_page *leaf = pos->pg[d];
-    if (d < 0 || leaf->n == 0 || ent_cmp(&leaf->e[0], key, klen, rid) > 0)
+    if (leaf->n == 0 || ent_cmp(&leaf->e[0], key, klen, rid) > 0)
         return false;
     for (int l = d - 1; l >= 0; l--) {
         const bt_page *p = pos->pg[l];
@@ -570,12 +572,12 @@ int bt_apply_near(bt_tree *t, bt_pos *hint, const uint8_t *key, uint32_t klen, e
     int rc;
     if (taken)
         *taken = false;
-    if (del || hint->depth == 0 || !pos_covers(hint, key, klen, rid)) {
-        if (del) {
-            hint->depth = 0; /* an unlink or merge may follow */
-            rc = bt_del(t, key, klen, rid, NULL, err);
-            return rc == MD_NOTFOUND ? 0 : rc;
-        }
+    if (del) {
+        hint->depth = 0; /* an unlink or merge may follow */
+        rc = bt_del(t, key, klen, rid, NULL, err);
+        return rc == MD_NOTFOUND ? 0 : rc;
+    }
+    if (!pos_covers(hint, key, klen, rid)) {
         if ((rc = bt_search_write(t, key, klen, rid, hint, &exact, err)) != 0) {
             hint->depth = 0;
             return rc;
