@@ -614,8 +614,6 @@ int bt_lookup(bt_engine *e, bt_txn *x, bt_tree *t, const uint8_t *key, uint32_t 
     return bt_buf_set(val, en->val, en->vlen);
 }
 
-/* Unique sorted-store insert: another visible entry with equal key bytes
- * is a duplicate; one another transaction is changing, a conflict. */
 /* A unique insert's base entries with the key's bytes, from the one
  * search bt_write makes: up to BT_EQ_MAX other rids (more: there were
  * more, unique_check scans again). */
@@ -626,18 +624,30 @@ typedef struct bt_equal {
     bool more;
 } bt_equal;
 
+static inline bool same_bytes(const uint8_t *a, uint32_t alen, const uint8_t *key,
+                              uint32_t klen)
+{
+    return alen == klen && (!klen || memcmp(a, key, klen) == 0);
+}
+
+/* pos at the first base entry with the key's bytes, or past them. */
+static int base_first(bt_tree *t, const uint8_t *key, uint32_t klen, bt_pos *pos,
+                      md_error *err)
+{
+    int rc = bt_search_write(t, key, klen, INT64_MIN, pos, NULL, err);
+    return rc ? rc : bt_pos_normalize(t, pos, err);
+}
+
 /* (key, rid)'s own base entry into *own (NULL: none) and the others with
  * the same key bytes into q.  Under the shared latch. */
 static int base_equal(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid,
                       bt_ent **own, bt_equal *q, md_error *err)
 {
     bt_pos pos;
-    int rc = bt_search_write(t, key, klen, INT64_MIN, &pos, NULL, err);
-    if (rc == 0)
-        rc = bt_pos_normalize(t, &pos, err);
+    int rc = base_first(t, key, klen, &pos, err);
     for (; rc == 0; rc = bt_pos_next(t, &pos, err)) {
         bt_ent *en = bt_pos_ent(&pos);
-        if (en->klen != klen || (klen && memcmp(en->key, key, klen) != 0))
+        if (!same_bytes(en->key, en->klen, key, klen))
             break;
         if (en->rid == rid)
             *own = en;
@@ -649,6 +659,9 @@ static int base_equal(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid
     return rc == MD_NOTFOUND ? 0 : rc;
 }
 
+/* Unique sorted-store insert: another visible entry with equal key bytes
+ * is a duplicate; one another transaction is changing, a conflict.  q is
+ * base_equal's; when it overflowed the base is scanned again. */
 static int unique_check(bt_engine *e, bt_txn *x, bt_tree *t, const uint8_t *key,
                         uint32_t klen, eng_rid rid, const bt_equal *q, eng_rid *dup_rid,
                         md_error *err)
@@ -656,7 +669,7 @@ static int unique_check(bt_engine *e, bt_txn *x, bt_tree *t, const uint8_t *key,
     bt_pos pos;
     eng_rid dup = ENG_RID_NONE;
     for (bt_chain *c = bt_ov_seek(t, key, klen, INT64_MIN, true);
-         c && c->klen == klen && (!klen || memcmp(c->key, key, klen) == 0); c = c->next[0]) {
+         c && same_bytes(c->key, c->klen, key, klen); c = c->next[0]) {
         if (c->rid == rid)
             continue;
         if (conflicts(c, x))
@@ -668,14 +681,11 @@ static int unique_check(bt_engine *e, bt_txn *x, bt_tree *t, const uint8_t *key,
     for (int i = 0; !q->more && i < q->n && !dup; i++)
         if (!ov_exact(t, key, klen, q->other[i], NULL))
             dup = q->other[i];
-    if (q->more && !dup) {
-        rc = bt_search(t, key, klen, INT64_MIN, &pos, NULL, err);
-        if (rc == 0)
-            rc = bt_pos_normalize(t, &pos, err);
-    }
+    if (q->more && !dup)
+        rc = base_first(t, key, klen, &pos, err);
     for (; q->more && rc == 0 && !dup; rc = bt_pos_next(t, &pos, err)) {
         bt_ent *en = bt_pos_ent(&pos);
-        if (en->klen != klen || (klen && memcmp(en->key, key, klen) != 0))
+        if (!same_bytes(en->key, en->klen, key, klen))
             break;
         if (en->rid != rid && !ov_exact(t, key, klen, en->rid, NULL))
             dup = en->rid;
