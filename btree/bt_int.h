@@ -343,10 +343,11 @@ typedef struct bt_overlay {
     pthread_mutex_t mu;
     bool mu_ok;              /* mu initialized (bt_ov_init) */
     bt_chain *head[BT_SKIP_MAX];
-    /* The end of each level: the link that holds its NULL (NULL here:
-     * head[i]), and the last chain of level 0 (NULL: none).  A key past
-     * the last chain (an append: RecordIds, increasing index keys) is
-     * placed with one comparison, without a search. */
+    /* The end of each level: the link that holds its NULL (head[i] when
+     * the level is empty; set by bt_ov_init), and the last chain of level
+     * 0 (NULL: none).  A key past the last chain (an append: RecordIds,
+     * increasing index keys) is placed with one comparison, without a
+     * search. */
     bt_chain **tail[BT_SKIP_MAX];
     bt_chain *last;
     int top;                 /* levels in use: no chain is taller */

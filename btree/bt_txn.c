@@ -207,11 +207,6 @@ static inline int chain_cmp_p(const bt_chain *c, uint64_t kp, const uint8_t *key
     return bt_key_cmp_p(c->kpfx, c->key, c->klen, c->rid, kp, key, klen, rid);
 }
 
-static bt_chain **ov_tail(bt_overlay *o, int i)
-{
-    return o->tail[i] ? o->tail[i] : &o->head[i];
-}
-
 /* The chain whose next[0] is the link `l` (NULL: l is head[0]). */
 static bt_chain *ov_owner0(bt_overlay *o, bt_chain **l)
 {
@@ -228,7 +223,7 @@ static bt_chain *ov_find(bt_overlay *o, uint64_t kp, const uint8_t *key, uint32_
     bt_chain **links = o->head, *x;
     if (o->last && chain_cmp_p(o->last, kp, key, klen, rid) < 0) {
         for (int i = 0; slot && i < o->top; i++)
-            slot[i] = ov_tail(o, i);
+            slot[i] = o->tail[i];
         return NULL;
     }
     for (int i = o->top - 1; i >= 0; i--) {
@@ -390,7 +385,7 @@ static void ov_remove(bt_engine *e, bt_tree *t, bt_chain *c)
     (void)f;
     for (int i = 0; i < c->height; i++) {
         *slot[i] = c->next[i];
-        if (ov_tail(&t->ov, i) == &c->next[i])
+        if (t->ov.tail[i] == &c->next[i])
             t->ov.tail[i] = slot[i];
     }
     if (t->ov.last == c)
@@ -406,6 +401,8 @@ void bt_ov_init(bt_tree *t)
     pthread_mutex_init(&t->ov.mu, NULL);
     t->ov.mu_ok = true;
     t->ov.fold_at = BT_FOLD_MIN;
+    for (int i = 0; i < BT_SKIP_MAX; i++)
+        t->ov.tail[i] = &t->ov.head[i]; /* every level empty */
 }
 
 /* Free a tree's whole overlay (the tree is going away: a drop, or the
