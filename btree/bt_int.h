@@ -244,6 +244,24 @@ static inline uint64_t bt_key_prefix(const uint8_t *key, uint32_t klen)
     return klen ? v << (8 * (8 - klen)) : 0; /* zero-padded */
 }
 
+/* eng_key_cmp((a, alen, arid), (key, klen, rid)) given both prefixes
+ * (apfx, kp: bt_key_prefix): the prefixes decide when they differ; keys
+ * of at most 8 bytes with equal prefixes differ only in length (the
+ * padding is zeros), then rid.  Page entries and overlay chains keep
+ * their key's prefix for it. */
+static inline int bt_key_cmp_p(uint64_t apfx, const uint8_t *a, uint32_t alen, eng_rid arid,
+                               uint64_t kp, const uint8_t *key, uint32_t klen, eng_rid rid)
+{
+    if (apfx != kp)
+        return apfx < kp ? -1 : 1;
+    if (alen <= 8 && klen <= 8) {
+        if (alen != klen)
+            return alen < klen ? -1 : 1;
+        return arid != rid ? (arid < rid ? -1 : 1) : 0;
+    }
+    return eng_key_cmp(a, alen, arid, key, klen, rid);
+}
+
 typedef struct bt_ent {
     uint8_t *key;
     uint8_t *val;
@@ -325,10 +343,11 @@ typedef struct bt_overlay {
     pthread_mutex_t mu;
     bool mu_ok;              /* mu initialized (bt_ov_init) */
     bt_chain *head[BT_SKIP_MAX];
-    /* The end of each level: the link that holds its NULL (NULL here:
-     * head[i]), and the last chain of level 0 (NULL: none).  A key past
-     * the last chain (an append: RecordIds, increasing index keys) is
-     * placed with one comparison, without a search. */
+    /* The end of each level: the link that holds its NULL (head[i] when
+     * the level is empty; set by bt_ov_init), and the last chain of level
+     * 0 (NULL: none).  A key past the last chain (an append: RecordIds,
+     * increasing index keys) is placed with one comparison, without a
+     * search. */
     bt_chain **tail[BT_SKIP_MAX];
     bt_chain *last;
     int top;                 /* levels in use: no chain is taller */

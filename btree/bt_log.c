@@ -400,9 +400,8 @@ static int sync_path(const char *path)
 
 /* The code of a failed write or sync of the log (from errno): MD_ENOSPC
  * for a full disk.  The caller makes it sticky in io_err, under mu. */
-static int log_failed(bt_log *l)
+static int log_failed(void)
 {
-    (void)l;
     return errno == ENOSPC || errno == EDQUOT ? MD_ENOSPC : MD_EIO;
 }
 
@@ -430,14 +429,14 @@ static int write_wmu(bt_log *l, const uint8_t *p, size_t n, bool sync)
             errno = ENOSPC; /* no progress: the disk is full */
         if (w <= 0) {
             l->written += done;
-            return log_failed(l);
+            return log_failed();
         }
         done += (size_t)w;
     }
     l->written += done;
     if (sync && l->written > l->synced) {
         if (fdatasync(l->fd) != 0)
-            return log_failed(l);
+            return log_failed();
         l->synced = l->written;
         l->syncs++;
     }
@@ -510,7 +509,7 @@ static int switch_locked(bt_log *l)
     wr32(h + 24, eng_crc32c(0, h, 24));
     if (l->fd < 0 || pwrite(l->fd, h, sizeof h, 0) != (ssize_t)sizeof h || fsync(l->fd) != 0 ||
         sync_path(l->dir) != 0)
-        return l->io_err = log_failed(l);
+        return l->io_err = log_failed();
     l->written = l->synced = BT_LOG_FHDR;
     l->next_lsn = LSN(l->fnum, BT_LOG_FHDR);
     return 0;

@@ -106,7 +106,7 @@ static inline size_t page_find(const bt_page *p, const uint8_t *key, uint32_t kl
     uint64_t kp = bt_key_prefix(key, klen);
     if (tail && hi > lo) {
         const bt_ent *en = &p->e[hi - 1];
-        int c = en->kpfx != kp ? (en->kpfx < kp ? -1 : 1) : ent_cmp(en, key, klen, rid);
+        int c = bt_key_cmp_p(en->kpfx, en->key, en->klen, en->rid, kp, key, klen, rid);
         if (c < 0 || (c == 0 && p->type == BT_PAGE_INT))
             return p->type == BT_PAGE_INT ? hi - 1 : hi;
         hi--; /* the last entry is >= key (leaf), > key (internal) */
@@ -114,7 +114,7 @@ static inline size_t page_find(const bt_page *p, const uint8_t *key, uint32_t kl
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         const bt_ent *en = &p->e[mid];
-        int c = en->kpfx != kp ? (en->kpfx < kp ? -1 : 1) : ent_cmp(en, key, klen, rid);
+        int c = bt_key_cmp_p(en->kpfx, en->key, en->klen, en->rid, kp, key, klen, rid);
         if (c < 0 || (c == 0 && p->type == BT_PAGE_INT))
             lo = mid + 1;
         else
@@ -550,8 +550,10 @@ static int shrink_root(bt_tree *t, md_error *err)
 static bool pos_covers(const bt_pos *pos, const uint8_t *key, uint32_t klen, eng_rid rid)
 {
     int d = pos->depth - 1;
+    if (d < 0)
+        return false; /* no path */
     const bt_page *leaf = pos->pg[d];
-    if (d < 0 || leaf->n == 0 || ent_cmp(&leaf->e[0], key, klen, rid) > 0)
+    if (leaf->n == 0 || ent_cmp(&leaf->e[0], key, klen, rid) > 0)
         return false;
     for (int l = d - 1; l >= 0; l--) {
         const bt_page *p = pos->pg[l];
@@ -570,12 +572,12 @@ int bt_apply_near(bt_tree *t, bt_pos *hint, const uint8_t *key, uint32_t klen, e
     int rc;
     if (taken)
         *taken = false;
-    if (del || hint->depth == 0 || !pos_covers(hint, key, klen, rid)) {
-        if (del) {
-            hint->depth = 0; /* an unlink or merge may follow */
-            rc = bt_del(t, key, klen, rid, NULL, err);
-            return rc == MD_NOTFOUND ? 0 : rc;
-        }
+    if (del) {
+        hint->depth = 0; /* an unlink or merge may follow */
+        rc = bt_del(t, key, klen, rid, NULL, err);
+        return rc == MD_NOTFOUND ? 0 : rc;
+    }
+    if (!pos_covers(hint, key, klen, rid)) {
         if ((rc = bt_search_write(t, key, klen, rid, hint, &exact, err)) != 0) {
             hint->depth = 0;
             return rc;

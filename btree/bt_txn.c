@@ -200,30 +200,11 @@ static uint64_t oldest_locked(bt_engine *e)
 
 /* ---- the overlay skiplist -------------------------------------------------------- */
 
-/* eng_key_cmp(chain, key) with kp = bt_key_prefix(key): the prefixes
- * decide when they differ; keys of at most 8 bytes with equal prefixes
- * differ only in length (the padding is zeros) and then rid. */
+/* eng_key_cmp(chain, key) with kp = bt_key_prefix(key). */
 static inline int chain_cmp_p(const bt_chain *c, uint64_t kp, const uint8_t *key,
                               uint32_t klen, eng_rid rid)
 {
-    if (c->kpfx != kp)
-        return c->kpfx < kp ? -1 : 1;
-    if (c->klen <= 8 && klen <= 8) {
-        if (c->klen != klen)
-            return c->klen < klen ? -1 : 1;
-        return c->rid != rid ? (c->rid < rid ? -1 : 1) : 0;
-    }
-    return eng_key_cmp(c->key, c->klen, c->rid, key, klen, rid);
-}
-
-static int chain_cmp(const bt_chain *c, const uint8_t *key, uint32_t klen, eng_rid rid)
-{
-    return chain_cmp_p(c, bt_key_prefix(key, klen), key, klen, rid);
-}
-
-static bt_chain **ov_tail(bt_overlay *o, int i)
-{
-    return o->tail[i] ? o->tail[i] : &o->head[i];
+    return bt_key_cmp_p(c->kpfx, c->key, c->klen, c->rid, kp, key, klen, rid);
 }
 
 /* The chain whose next[0] is the link `l` (NULL: l is head[0]). */
@@ -232,17 +213,17 @@ static bt_chain *ov_owner0(bt_overlay *o, bt_chain **l)
     return l == &o->head[0] ? NULL : (bt_chain *)((char *)l - offsetof(bt_chain, next));
 }
 
-/* The first chain >= (key, rid); slot[i] (if given) gets, for the levels
- * in use (i < top), the link at level i that points at or past it.  A key
- * past the last chain is answered from the tails, with one comparison. */
-static bt_chain *ov_find(bt_overlay *o, const uint8_t *key, uint32_t klen, eng_rid rid,
-                         bt_chain ***slot)
+/* The first chain >= (key, rid), kp its bt_key_prefix; slot[i] (if
+ * given) gets, for the levels in use (i < top), the link at level i that
+ * points at or past it.  A key past the last chain is answered from the
+ * tails, with one comparison. */
+static bt_chain *ov_find(bt_overlay *o, uint64_t kp, const uint8_t *key, uint32_t klen,
+                         eng_rid rid, bt_chain ***slot)
 {
     bt_chain **links = o->head, *x;
-    uint64_t kp = bt_key_prefix(key, klen);
     if (o->last && chain_cmp_p(o->last, kp, key, klen, rid) < 0) {
         for (int i = 0; slot && i < o->top; i++)
-            slot[i] = ov_tail(o, i);
+            slot[i] = o->tail[i];
         return NULL;
     }
     for (int i = o->top - 1; i >= 0; i--) {
@@ -257,14 +238,16 @@ static bt_chain *ov_find(bt_overlay *o, const uint8_t *key, uint32_t klen, eng_r
 static bt_chain *ov_exact(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid,
                           bt_chain ***slot)
 {
-    bt_chain *c = ov_find(&t->ov, key, klen, rid, slot);
-    return c && chain_cmp(c, key, klen, rid) == 0 ? c : NULL;
+    uint64_t kp = bt_key_prefix(key, klen);
+    bt_chain *c = ov_find(&t->ov, kp, key, klen, rid, slot);
+    return c && chain_cmp_p(c, kp, key, klen, rid) == 0 ? c : NULL;
 }
 
 bt_chain *bt_ov_seek(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, bool incl)
 {
-    bt_chain *c = ov_find(&t->ov, key, klen, rid, NULL);
-    if (c && !incl && chain_cmp(c, key, klen, rid) == 0)
+    uint64_t kp = bt_key_prefix(key, klen);
+    bt_chain *c = ov_find(&t->ov, kp, key, klen, rid, NULL);
+    if (c && !incl && chain_cmp_p(c, kp, key, klen, rid) == 0)
         c = c->next[0];
     return c;
 }
@@ -397,12 +380,12 @@ static void chain_free(bt_engine *e, bt_chain *c)
 static void ov_remove(bt_engine *e, bt_tree *t, bt_chain *c)
 {
     bt_chain **slot[BT_SKIP_MAX];
-    bt_chain *f = ov_find(&t->ov, c->key, c->klen, c->rid, slot);
+    bt_chain *f = ov_find(&t->ov, c->kpfx, c->key, c->klen, c->rid, slot);
     assert(f == c && !c->pending);
     (void)f;
     for (int i = 0; i < c->height; i++) {
         *slot[i] = c->next[i];
-        if (ov_tail(&t->ov, i) == &c->next[i])
+        if (t->ov.tail[i] == &c->next[i])
             t->ov.tail[i] = slot[i];
     }
     if (t->ov.last == c)
@@ -418,6 +401,8 @@ void bt_ov_init(bt_tree *t)
     pthread_mutex_init(&t->ov.mu, NULL);
     t->ov.mu_ok = true;
     t->ov.fold_at = BT_FOLD_MIN;
+    for (int i = 0; i < BT_SKIP_MAX; i++)
+        t->ov.tail[i] = &t->ov.head[i]; /* every level empty */
 }
 
 /* Free a tree's whole overlay (the tree is going away: a drop, or the
@@ -626,8 +611,6 @@ int bt_lookup(bt_engine *e, bt_txn *x, bt_tree *t, const uint8_t *key, uint32_t 
     return bt_buf_set(val, en->val, en->vlen);
 }
 
-/* Unique sorted-store insert: another visible entry with equal key bytes
- * is a duplicate; one another transaction is changing, a conflict. */
 /* A unique insert's base entries with the key's bytes, from the one
  * search bt_write makes: up to BT_EQ_MAX other rids (more: there were
  * more, unique_check scans again). */
@@ -638,18 +621,30 @@ typedef struct bt_equal {
     bool more;
 } bt_equal;
 
+static inline bool same_bytes(const uint8_t *a, uint32_t alen, const uint8_t *key,
+                              uint32_t klen)
+{
+    return alen == klen && (!klen || memcmp(a, key, klen) == 0);
+}
+
+/* pos at the first base entry with the key's bytes, or past them. */
+static int base_first(bt_tree *t, const uint8_t *key, uint32_t klen, bt_pos *pos,
+                      md_error *err)
+{
+    int rc = bt_search_write(t, key, klen, INT64_MIN, pos, NULL, err);
+    return rc ? rc : bt_pos_normalize(t, pos, err);
+}
+
 /* (key, rid)'s own base entry into *own (NULL: none) and the others with
  * the same key bytes into q.  Under the shared latch. */
 static int base_equal(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid,
                       bt_ent **own, bt_equal *q, md_error *err)
 {
     bt_pos pos;
-    int rc = bt_search_write(t, key, klen, INT64_MIN, &pos, NULL, err);
-    if (rc == 0)
-        rc = bt_pos_normalize(t, &pos, err);
+    int rc = base_first(t, key, klen, &pos, err);
     for (; rc == 0; rc = bt_pos_next(t, &pos, err)) {
         bt_ent *en = bt_pos_ent(&pos);
-        if (en->klen != klen || (klen && memcmp(en->key, key, klen) != 0))
+        if (!same_bytes(en->key, en->klen, key, klen))
             break;
         if (en->rid == rid)
             *own = en;
@@ -661,6 +656,9 @@ static int base_equal(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid
     return rc == MD_NOTFOUND ? 0 : rc;
 }
 
+/* Unique sorted-store insert: another visible entry with equal key bytes
+ * is a duplicate; one another transaction is changing, a conflict.  q is
+ * base_equal's; when it overflowed the base is scanned again. */
 static int unique_check(bt_engine *e, bt_txn *x, bt_tree *t, const uint8_t *key,
                         uint32_t klen, eng_rid rid, const bt_equal *q, eng_rid *dup_rid,
                         md_error *err)
@@ -668,7 +666,7 @@ static int unique_check(bt_engine *e, bt_txn *x, bt_tree *t, const uint8_t *key,
     bt_pos pos;
     eng_rid dup = ENG_RID_NONE;
     for (bt_chain *c = bt_ov_seek(t, key, klen, INT64_MIN, true);
-         c && c->klen == klen && (!klen || memcmp(c->key, key, klen) == 0); c = c->next[0]) {
+         c && same_bytes(c->key, c->klen, key, klen); c = c->next[0]) {
         if (c->rid == rid)
             continue;
         if (conflicts(c, x))
@@ -680,14 +678,11 @@ static int unique_check(bt_engine *e, bt_txn *x, bt_tree *t, const uint8_t *key,
     for (int i = 0; !q->more && i < q->n && !dup; i++)
         if (!ov_exact(t, key, klen, q->other[i], NULL))
             dup = q->other[i];
-    if (q->more && !dup) {
-        rc = bt_search(t, key, klen, INT64_MIN, &pos, NULL, err);
-        if (rc == 0)
-            rc = bt_pos_normalize(t, &pos, err);
-    }
+    if (q->more && !dup)
+        rc = base_first(t, key, klen, &pos, err);
     for (; q->more && rc == 0 && !dup; rc = bt_pos_next(t, &pos, err)) {
         bt_ent *en = bt_pos_ent(&pos);
-        if (en->klen != klen || (klen && memcmp(en->key, key, klen) != 0))
+        if (!same_bytes(en->key, en->klen, key, klen))
             break;
         if (en->rid != rid && !ov_exact(t, key, klen, en->rid, NULL))
             dup = en->rid;

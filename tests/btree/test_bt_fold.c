@@ -20,20 +20,6 @@ TestSuite(bt_fold, .init = bt_fx_init, .fini = bt_fx_fini, .timeout = 120);
 static eng_rs *RS;
 static eng_ss *SS;
 
-static int64_t txn_stat(const char *key)
-{
-    bson_t st = BSON_INITIALIZER;
-    bson_iter_t it, sub;
-    int64_t v = -1;
-    char path[64];
-    BE->ops->append_status(BE, &st);
-    snprintf(path, sizeof path, "btree.transaction.%s", key);
-    if (bson_iter_init(&it, &st) && bson_iter_find_descendant(&it, path, &sub))
-        v = bson_iter_as_int64(&sub);
-    bson_destroy(&st);
-    return v;
-}
-
 /* A record {v: n} padded to 64 bytes, so that values are told apart. */
 static void rec(uint8_t out[64], int n)
 {
@@ -195,19 +181,19 @@ Test(bt_fold, pending_versions_are_read_everywhere)
     bt_open_with(NULL, 0);
     open_stores(true);
     eng_rid first = load(12); /* 12 chains a tree: under the bound, none folded */
-    cr_assert_eq(txn_stat("versionsPending"), 24);
+    cr_assert_eq(bt_txn_stat("versionsPending"), 24);
     for (int i = 0; i < 5; i++)
         set(first + i, i + 1000);
-    cr_assert_eq(txn_stat("versionsPending"), 24);
+    cr_assert_eq(bt_txn_stat("versionsPending"), 24);
     expect_all(first, 12, 5, 1000);
-    cr_assert_gt(txn_stat("versionsPending"), 0, "the reads above are fewer than a fold's");
+    cr_assert_gt(bt_txn_stat("versionsPending"), 0, "the reads above are fewer than a fold's");
     /* a duplicate of a pending index key is found */
     eng_txn *t = btb();
     uint8_t k[8];
     eng_rid dup = 0;
     key_of(k, 3);
     cr_assert_eq(eng_ss_insert(SS, t, k, 8, 999999, true, &dup, &BERR), MD_EDUPKEY);
-    cr_assert_gt(txn_stat("versionsPending"), 0);
+    cr_assert_gt(bt_txn_stat("versionsPending"), 0);
     cr_assert_eq(dup, first + 3);
     eng_txn_abort(t);
     /* a pending delete hides the page's entry */
@@ -215,11 +201,11 @@ Test(bt_fold, pending_versions_are_read_everywhere)
     BOK(eng_rs_remove(RS, t, first + 11));
     BOK(eng_ss_remove(SS, t, (key_of(k, 11), k), 8, first + 11));
     btc(t);
-    cr_assert_gt(txn_stat("versionsPending"), 0);
+    cr_assert_gt(bt_txn_stat("versionsPending"), 0);
     expect_all(first, 11, 5, 1000);
     bt_expect_valid(); /* folds, then checks counters against the pages */
-    cr_assert_eq(txn_stat("versionsPending"), 0);
-    cr_assert_eq(txn_stat("chains"), 0);
+    cr_assert_eq(bt_txn_stat("versionsPending"), 0);
+    cr_assert_eq(bt_txn_stat("chains"), 0);
     expect_all(first, 11, 5, 1000);
     t = btb(); /* the duplicate is found in the pages now */
     dup = 0;
@@ -237,12 +223,12 @@ Test(bt_fold, the_bound_folds_and_reads_stay_right)
     bt_open_with(NULL, 0);
     open_stores(true);
     eng_rid first = load_at(0, 3000);
-    cr_assert_gt(txn_stat("folds"), 10);
+    cr_assert_gt(bt_txn_stat("folds"), 10);
     for (int i = 0; i < 3000; i++)
         cr_assert_eq(get(first + i), i);
     /* two trees, each folded when its overlay reaches BT_FOLD_MIN (16) */
-    cr_assert_lt(txn_stat("chains"), 2 * 16, "more than the bound: %lld, folds %lld",
-                 (long long)txn_stat("chains"), (long long)txn_stat("folds"));
+    cr_assert_lt(bt_txn_stat("chains"), 2 * 16, "more than the bound: %lld, folds %lld",
+                 (long long)bt_txn_stat("chains"), (long long)bt_txn_stat("folds"));
     bt_expect_valid();
     eng_rs_stats st;
     eng_rs_get_stats(RS, &st);
@@ -258,11 +244,11 @@ Test(bt_fold, idle_readers_fold)
     bt_open_with(NULL, 0);
     open_stores(true);
     eng_rid first = load(10);
-    cr_assert_eq(txn_stat("versionsPending"), 20);
+    cr_assert_eq(bt_txn_stat("versionsPending"), 20);
     for (int i = 0; i < 200; i++)
         cr_assert_eq(get(first + i % 10), i % 10);
-    cr_assert_eq(txn_stat("versionsPending"), 0);
-    cr_assert_eq(txn_stat("chains"), 0);
+    cr_assert_eq(bt_txn_stat("versionsPending"), 0);
+    cr_assert_eq(bt_txn_stat("chains"), 0);
     expect_all(first, 10, 0, 0);
     close_stores();
 }
@@ -285,7 +271,7 @@ Test(bt_fold, pending_versions_survive_crash_with_the_log)
     eng_rid first = load(60); /* folded at the bound, but for the last ones */
     for (int i = 0; i < 10; i++)
         set(first + i, i + 500);
-    cr_assert_gt(txn_stat("versionsPending"), 0);
+    cr_assert_gt(bt_txn_stat("versionsPending"), 0);
     eng_txn *t = btb(); /* commit durably: the log is flushed */
     uint8_t d[64];
     eng_rid nr;
@@ -311,7 +297,7 @@ Test(bt_fold, pending_versions_survive_clean_close_without_the_log)
     eng_rid first = load(60); /* folded at the bound, but for the last ones */
     for (int i = 0; i < 10; i++)
         set(first + i, i + 500);
-    cr_assert_gt(txn_stat("versionsPending"), 0);
+    cr_assert_gt(bt_txn_stat("versionsPending"), 0);
     reopen();
     expect_all(first, 60, 10, 500);
     bt_expect_valid();
@@ -357,8 +343,8 @@ Test(bt_fold, a_snapshot_keeps_what_a_fold_applied)
         set(SNAP_FIRST + i, i + 70);
     load_at(10000, 400); /* past the bound: the overlay folds */
     BOK(eng_flush(BE, false, &BERR)); /* and the checkpoint folds again */
-    cr_assert_eq(txn_stat("versionsPending"), 0);
-    cr_assert_geq(txn_stat("chains"), 10, "the snapshot's versions were dropped");
+    cr_assert_eq(bt_txn_stat("versionsPending"), 0);
+    cr_assert_geq(bt_txn_stat("chains"), 10, "the snapshot's versions were dropped");
     for (int i = 0; i < 10; i++)
         cr_assert_eq(get(SNAP_FIRST + i), i + 70);
     pthread_barrier_wait(&BAR);
@@ -366,7 +352,7 @@ Test(bt_fold, a_snapshot_keeps_what_a_fold_applied)
     pthread_barrier_destroy(&BAR);
     cr_assert_eq(SNAP_BAD, -1, "the snapshot saw a later value at %d", SNAP_BAD);
     BOK(eng_flush(BE, false, &BERR)); /* no snapshot left */
-    cr_assert_eq(txn_stat("chains"), 0);
+    cr_assert_eq(bt_txn_stat("chains"), 0);
     bt_expect_valid();
     close_stores();
 }
@@ -440,7 +426,7 @@ Test(bt_fold, folds_race_readers_and_checkpoints)
     pthread_join(r[1], NULL);
     pthread_join(c, NULL);
     cr_assert_eq(RACE_BAD, 0, "a reader saw a wrong value (%d)", RACE_BAD);
-    cr_assert_gt(txn_stat("folds"), 5);
+    cr_assert_gt(bt_txn_stat("folds"), 5);
     bt_expect_valid();
     close_stores();
 }

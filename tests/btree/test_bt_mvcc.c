@@ -88,22 +88,6 @@ static eng_rid ins(eng_txn *t, int n)
     return rc ? 0 : rid;
 }
 
-/* The "transaction" subdocument's field `key` of the engine status. */
-static int64_t txn_stat(const char *key)
-{
-    bson_t st = BSON_INITIALIZER;
-    bson_iter_t it, sub;
-    int64_t v = -1;
-    char path[64];
-    eng_engine *e = BE;
-    e->ops->append_status(e, &st);
-    snprintf(path, sizeof path, "btree.transaction.%s", key);
-    if (bson_iter_init(&it, &st) && bson_iter_find_descendant(&it, path, &sub))
-        v = bson_iter_as_int64(&sub);
-    bson_destroy(&st);
-    return v;
-}
-
 /* A store with two records, v = 1 and v = 2, and an index. */
 static void setup(void)
 {
@@ -244,7 +228,7 @@ Test(bt_mvcc, write_conflict_then_retry_after_abort)
     run2(ww_a, ww_b);
     cr_assert_eq(val_of(R1), 101);
     cr_assert_eq(val_of(R2), 200);
-    cr_assert_geq(txn_stat("writeConflicts"), 1);
+    cr_assert_geq(bt_txn_stat("writeConflicts"), 1);
     teardown();
 }
 
@@ -363,7 +347,7 @@ Test(bt_mvcc, abort_leaves_no_trace)
     eng_rs_stats before, after;
     setup();
     eng_rs_get_stats(RS, &before);
-    int64_t chains = txn_stat("chains"); /* setup's commits, not folded yet */
+    int64_t chains = bt_txn_stat("chains"); /* setup's commits, not folded yet */
     eng_txn *t = btb();
     eng_rid r = ins(t, 9);
     cr_assert(r);
@@ -373,7 +357,7 @@ Test(bt_mvcc, abort_leaves_no_trace)
     bson_t *m = doc(1);
     BOK(eng_meta_put(BE, t, "x", m, &BERR));
     bson_destroy(m);
-    cr_assert_gt(txn_stat("chains"), 0);
+    cr_assert_gt(bt_txn_stat("chains"), 0);
     eng_txn_abort(t);
     eng_rs_get_stats(RS, &after);
     cr_assert_eq(val_of(R1), 1);
@@ -385,8 +369,8 @@ Test(bt_mvcc, abort_leaves_no_trace)
     cr_assert_eq(after.count, before.count);
     cr_assert_eq(after.n_inserts, before.n_inserts);
     cr_assert_eq(after.n_updates, before.n_updates);
-    cr_assert_eq(txn_stat("chains"), chains);
-    cr_assert_geq(txn_stat("aborts"), 1);
+    cr_assert_eq(bt_txn_stat("chains"), chains);
+    cr_assert_geq(bt_txn_stat("aborts"), 1);
     teardown();
 }
 
@@ -584,8 +568,8 @@ static void *sweep_b(void *arg)
         CHECK_RC(put(t, R1, 100 + i), 0);
         CHECK_RC(eng_txn_commit(t, false, NULL), 0);
     }
-    CHECK(txn_stat("chains") >= 1, "chains while a snapshot needs them: %lld",
-          (long long)txn_stat("chains"));
+    CHECK(bt_txn_stat("chains") >= 1, "chains while a snapshot needs them: %lld",
+          (long long)bt_txn_stat("chains"));
     STEP();
     return NULL;
 }
@@ -594,15 +578,15 @@ Test(bt_mvcc, old_versions_are_freed)
 {
     setup();
     BOK(eng_flush(BE, false, &BERR)); /* the checkpoint folds setup's commits */
-    cr_assert_eq(txn_stat("chains"), 0);
+    cr_assert_eq(bt_txn_stat("chains"), 0);
     run2(sweep_a, sweep_b);
     BOK(eng_flush(BE, false, &BERR)); /* no snapshot left: the fold drops them */
-    cr_assert_eq(txn_stat("chains"), 0);
-    cr_assert_geq(txn_stat("versionsFreed"), 5);
+    cr_assert_eq(bt_txn_stat("chains"), 0);
+    cr_assert_geq(bt_txn_stat("versionsFreed"), 5);
     cr_assert_eq(val_of(R1), 104);
-    cr_assert_geq(txn_stat("commits"), 7);
-    cr_assert_geq(txn_stat("latch.sharedAcquired"), 1);
-    cr_assert_geq(txn_stat("latch.exclusiveAcquired"), 1);
+    cr_assert_geq(bt_txn_stat("commits"), 7);
+    cr_assert_geq(bt_txn_stat("latch.sharedAcquired"), 1);
+    cr_assert_geq(bt_txn_stat("latch.exclusiveAcquired"), 1);
     teardown();
 }
 
@@ -659,7 +643,7 @@ Test(bt_mvcc, large_transaction_commits_and_recovers)
     for (int i = 0; i < 100000; i++)
         last = bt_ins(RS, t, 64, (uint32_t)i, false);
     BOK(eng_txn_commit(t, true, &BERR));
-    cr_assert_eq(txn_stat("chains"), 0);
+    cr_assert_eq(bt_txn_stat("chains"), 0);
     eng_rs_close(RS);
     bt_test_crash_now(BE);
     eng_close(BE);

@@ -1,7 +1,8 @@
 /*
  * test_bt_util.h -- fixture and helpers shared by the btree engine tests:
  * a fresh directory per test, open/reopen with btree options, documents of
- * a given size and seed, and a verify helper that fails with the messages.
+ * a given size and seed, a verify helper that fails with the messages, and
+ * readers of the engine's and a store's statistics.
  */
 #ifndef TEST_BT_UTIL_H
 #define TEST_BT_UTIL_H
@@ -146,6 +147,21 @@ __attribute__((unused)) static const char *bt_stat_str(eng_rs *rs, const char *k
     }
     bson_destroy(&sub);
     return buf;
+}
+
+/* The field `key` of the engine status's btree.transaction (-1: none). */
+static inline int64_t bt_txn_stat(const char *key)
+{
+    bson_t st = BSON_INITIALIZER;
+    bson_iter_t it, sub;
+    int64_t v = -1;
+    char path[64];
+    BE->ops->append_status(BE, &st);
+    snprintf(path, sizeof path, "btree.transaction.%s", key);
+    if (bson_iter_init(&it, &st) && bson_iter_find_descendant(&it, path, &sub))
+        v = bson_iter_as_int64(&sub);
+    bson_destroy(&st);
+    return v;
 }
 
 #endif /* TEST_BT_UTIL_H */
