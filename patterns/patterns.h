@@ -62,6 +62,25 @@ uint64_t pt_rand(pt_user *u);
 /* Uniform in [0, n). */
 uint64_t pt_rand_below(pt_user *u, uint64_t n);
 
+/* One listener of an op the simulator ran as a custom execution (below): a
+ * long-lived reader, such as a tailable cursor, on its own thread. */
+typedef struct pt_listener {
+    md_db *db;
+    void *state;         /* the scenario's shared state, from setup */
+    int id;              /* 0 .. listeners - 1 */
+    int64_t until_ns;    /* CLOCK_MONOTONIC: listen until then */
+    /* the runner's bookkeeping (pt_listener_got) */
+    int64_t last_ns;     /* the previous document's arrival; 0: none yet */
+    int64_t gaps;        /* gaps recorded */
+    void *rec;           /* where the gaps go */
+} pt_listener;
+
+/* A document reached listener l now: the time since its previous one is
+ * the op's latency sample (the first document only starts the clock). */
+void pt_listener_got(pt_listener *l);
+/* Milliseconds left until l->until_ns (0 when past). */
+int64_t pt_listener_left_ms(const pt_listener *l);
+
 /* A row of the book's statistics tables (milliseconds, runtime in seconds). */
 typedef struct pt_figures {
     double runtime_s, mean, sd, p75, p95, p99, min, max;
@@ -80,6 +99,14 @@ typedef struct pt_op {
     /* A user waits for other ops' users (a subscriber for a publisher), so
      * it has no service time (pt_sim.h) of its own. */
     bool needs_peers;
+    /* The simulator's custom execution (Scenario.custom, as topics.js's
+     * listeners): instead of users per iteration, `users` listeners (times
+     * the rate scale) start once, one iteration into the run, and each
+     * runs listen() for `iterations` iterations on a thread of its own.
+     * listen() calls pt_listener_got() for every document it receives; the
+     * op's latencies are the gaps between one listener's consecutive
+     * documents, as the simulator logged them.  run is then unused. */
+    int (*listen)(pt_listener *l, md_error *err);
 } pt_op;
 
 /* What the runner tells a scenario's setup about the coming run. */
@@ -203,11 +230,12 @@ md_cursor *pt_topics_subscribe(md_db *db, int64_t since_ms, int32_t max_await_ms
 /* The simulator's Topic.listen(): find({}) tailable + awaitData, from the
  * oldest ticker in the ring.  Never NULL; caller destroys. */
 md_cursor *pt_topics_listen(md_db *db, int32_t max_await_ms);
-/* The scenario's counts (state from its setup): tickers published, first
- * tickers received by subscribers, subscribers that got none in time. */
+/* The scenario's counts (state from its setup): tickers published,
+ * tickers the listeners received, and the times a listener's place in the
+ * ring was overwritten (CappedPositionLost: it listened again). */
 int64_t pt_topics_published(void *state);
 int64_t pt_topics_received(void *state);
-int64_t pt_topics_timeouts(void *state);
+int64_t pt_topics_lost(void *state);
 
 /* ---- 5.3 Metadata (metadata.c) ------------------------------------------- */
 extern const pt_pattern pt_pattern_metadata;

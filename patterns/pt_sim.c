@@ -43,6 +43,15 @@ typedef struct sim_client {
     pt_op_result res[PT_MAX_OPS]; /* hist, users, errors, first error */
 } sim_client;
 
+/* A listener of a custom-execution op (pt_op.listen). */
+typedef struct sim_listener {
+    struct sim *sim;
+    int op;
+    pthread_t thread;
+    pt_listener l;
+    pt_op_result res; /* hist: the gaps; users: their count; errors */
+} sim_listener;
+
 typedef struct sim {
     const pt_scenario *sc;
     md_db *db;
@@ -52,6 +61,7 @@ typedef struct sim {
     int64_t nusers;
     int64_t t0_ns; /* CLOCK_MONOTONIC */
     int64_t stop_ns; /* no user starts after this (INT64_MAX: none) */
+    int64_t delay_ns, listen_ns; /* listeners: start after delay_ns, for listen_ns */
     atomic_llong next;
     atomic_llong done;
 } sim;
@@ -98,6 +108,12 @@ int64_t pt_op_users_per_iteration(const pt_op *op, const pt_run_opts *o)
      * times rate_scale). */
     double u = (double)op->users * o->rate_scale * (double)o->resolution_ms / 1000.0;
     int64_t n = llround(u);
+    return n < 1 ? 1 : n;
+}
+
+int64_t pt_op_listeners(const pt_op *op, const pt_run_opts *o)
+{
+    int64_t n = llround((double)op->users * o->rate_scale);
     return n < 1 ? 1 : n;
 }
 
@@ -159,6 +175,92 @@ static void *client_main(void *arg)
     return NULL;
 }
 
+/* ---- listeners (pt_op.listen) --------------------------------------------------- */
+
+void pt_listener_got(pt_listener *l)
+{
+    int64_t now = mono_ns();
+    if (l->last_ns) {
+        pt_hist_record(l->rec, now - l->last_ns);
+        l->gaps++;
+    }
+    l->last_ns = now;
+}
+
+int64_t pt_listener_left_ms(const pt_listener *l)
+{
+    int64_t left = l->until_ns - mono_ns();
+    return left > 0 ? (left + 999999) / 1000000 : 0;
+}
+
+/* The simulator opened its listeners `initialDelay` (one iteration) into
+ * the run and closed them `iterations` iterations later. */
+static void *listener_main(void *arg)
+{
+    sim_listener *sl = arg;
+    sim *s = sl->sim;
+    sleep_until_ns(s->t0_ns + s->delay_ns);
+    md_error err;
+    md_error_clear(&err);
+    int rc = s->sc->ops[sl->op].listen(&sl->l, &err);
+    sl->res.users = sl->l.gaps;
+    if (rc != 0) {
+        sl->res.errors = 1;
+        sl->res.first_rc = rc;
+        snprintf(sl->res.first_error, sizeof sl->res.first_error, "%s: %.200s",
+                 md_strerror(rc), err.message);
+    }
+    return NULL;
+}
+
+static void merge_result(pt_op_result *dst, const pt_op_result *src)
+{
+    pt_hist_merge(&dst->hist, &src->hist);
+    dst->users += src->users;
+    dst->skipped += src->skipped;
+    if (src->errors && dst->errors == 0) {
+        dst->first_rc = src->first_rc;
+        memcpy(dst->first_error, src->first_error, sizeof dst->first_error);
+    }
+    dst->errors += src->errors;
+}
+
+/* Start every custom-execution op's listeners; *n_out of them started. */
+static sim_listener *start_listeners(sim *s, const pt_run_opts *o, int *n_out)
+{
+    int64_t total = 0;
+    *n_out = 0;
+    for (int j = 0; j < s->sc->nops; j++)
+        if (s->sc->ops[j].listen)
+            total += pt_op_listeners(&s->sc->ops[j], o);
+    if (!total)
+        return NULL;
+    sim_listener *ls = calloc((size_t)total, sizeof *ls);
+    if (!ls)
+        return NULL;
+    int64_t until = s->t0_ns + s->delay_ns + s->listen_ns;
+    if (until > s->stop_ns)
+        until = s->stop_ns;
+    int k = 0;
+    for (int j = 0; j < s->sc->nops; j++) {
+        if (!s->sc->ops[j].listen)
+            continue;
+        for (int64_t i = 0; i < pt_op_listeners(&s->sc->ops[j], o); i++, k++) {
+            sim_listener *sl = &ls[k];
+            sl->sim = s;
+            sl->op = j;
+            pt_hist_init(&sl->res.hist);
+            sl->l = (pt_listener){.db = s->db, .state = s->state, .id = (int)i,
+                                  .until_ns = until, .rec = &sl->res.hist};
+            if (pthread_create(&sl->thread, NULL, listener_main, sl) != 0)
+                goto out;
+            (*n_out)++;
+        }
+    }
+out:
+    return ls;
+}
+
 static int cmp_user(const void *a, const void *b)
 {
     const sim_user *x = a, *y = b;
@@ -172,12 +274,15 @@ static sim_user *build_schedule(const pt_scenario *sc, const pt_run_opts *o, int
 {
     int64_t total = 0;
     for (int j = 0; j < sc->nops; j++)
-        total += pt_op_users_per_iteration(&sc->ops[j], o) * o->iterations;
+        if (!sc->ops[j].listen)
+            total += pt_op_users_per_iteration(&sc->ops[j], o) * o->iterations;
     sim_user *u = calloc((size_t)(total ? total : 1), sizeof *u);
     if (!u)
         return NULL;
     int64_t k = 0;
     for (int j = 0; j < sc->nops; j++) {
+        if (sc->ops[j].listen)
+            continue; /* its listeners are not users */
         int64_t per = pt_op_users_per_iteration(&sc->ops[j], o);
         double gap = (double)o->resolution_ms * 1e6 / (double)per;
         for (int64_t n = 0; n < per * o->iterations; n++) {
@@ -336,7 +441,16 @@ static int run_users(sim *s, const pt_run_opts *o, pt_run_result *r)
         return MD_ENOMEM;
     s->t0_ns = mono_ns() + 20 * 1000000; /* let the clients start first */
     s->stop_ns = o->max_run_s > 0 ? s->t0_ns + (int64_t)(o->max_run_s * 1e9) : INT64_MAX;
-    int started = 0, rc = 0;
+    s->delay_ns = (int64_t)o->resolution_ms * 1000000;
+    s->listen_ns = s->delay_ns * o->iterations;
+    int started = 0, nlisteners = 0, rc = 0;
+    int64_t nlisteners_wanted = 0;
+    sim_listener *ls = start_listeners(s, o, &nlisteners);
+    for (int j = 0; j < s->sc->nops; j++)
+        if (s->sc->ops[j].listen)
+            nlisteners_wanted += pt_op_listeners(&s->sc->ops[j], o);
+    if (nlisteners < nlisteners_wanted)
+        rc = MD_ERROR; /* the run goes on; the caller reports it */
     for (int i = 0; i < nclients; i++) {
         cl[i].sim = s;
         cl[i].index = i;
@@ -349,6 +463,9 @@ static int run_users(sim *s, const pt_run_opts *o, pt_run_result *r)
         started++;
     }
     if (started == 0) {
+        for (int i = 0; i < nlisteners; i++)
+            pthread_join(ls[i].thread, NULL);
+        free(ls);
         free(cl);
         return MD_ERROR;
     }
@@ -364,19 +481,18 @@ static int run_users(sim *s, const pt_run_opts *o, pt_run_result *r)
         if (cl[i].last_end_ns > last_end)
             last_end = cl[i].last_end_ns;
         for (int j = 0; j < s->sc->nops; j++) {
-            pt_op_result *src = &cl[i].res[j], *dst = &r->ops[j];
-            pt_hist_merge(&dst->hist, &src->hist);
-            dst->users += src->users;
-            dst->skipped += src->skipped;
-            if (src->skipped)
+            merge_result(&r->ops[j], &cl[i].res[j]);
+            if (cl[i].res[j].skipped)
                 r->cut_off = true;
-            if (src->errors && dst->errors == 0) {
-                dst->first_rc = src->first_rc;
-                memcpy(dst->first_error, src->first_error, sizeof dst->first_error);
-            }
-            dst->errors += src->errors;
         }
     }
+    for (int i = 0; i < nlisteners; i++) {
+        pthread_join(ls[i].thread, NULL);
+        merge_result(&r->ops[ls[i].op], &ls[i].res);
+        if (ls[i].l.last_ns > last_end)
+            last_end = ls[i].l.last_ns;
+    }
+    free(ls);
     r->runtime_s = (double)(last_end - s->t0_ns) / 1e9;
     free(cl);
     return rc;

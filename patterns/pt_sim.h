@@ -22,13 +22,18 @@
  *                   v  a free client takes the earliest user not yet taken,
  *   client 0..C-1      sleeps until its start time, runs op->run(user)
  *
+ * An op the simulator ran as a custom execution (pt_op.listen: topics.js's
+ * listeners) has no users: its listeners get threads of their own, start
+ * one iteration into the run, listen for `iterations` iterations, and
+ * each gap between one listener's consecutive documents is a sample.
+ *
  * A user's latency runs from its start to the end of run(): from its
  * scheduled start when it had to wait for a free client (the driver's pool
  * queue), else from the moment its client woke up for it -- the simulator
  * read a user's start time when its timer fired, so a timer's lateness was
  * never the user's.  Waiting for a client or behind a lock counts, as it
  * did in the simulator.  Runtime is the wall time from the first scheduled
- * start to the last user's end.
+ * start to the last user's end (or a listener's last document).
  */
 #ifndef PT_SIM_H
 #define PT_SIM_H
@@ -181,6 +186,9 @@ bool pt_book_saturated(const pt_scenario *sc, double ms);
 
 /* Users an op starts per iteration under these options (at least 1). */
 int64_t pt_op_users_per_iteration(const pt_op *op, const pt_run_opts *o);
+/* Listeners a custom-execution op (pt_op.listen) starts: its `users` times
+ * the rate scale, at least 1. */
+int64_t pt_op_listeners(const pt_op *op, const pt_run_opts *o);
 
 /*
  * Run `sc` on a fresh database in a new temporary directory (removed after):

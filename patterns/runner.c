@@ -92,8 +92,9 @@ static void list(void)
             const pt_scenario *sc = p->scenarios[i];
             printf("      scenario %-28s %s\n", sc->name, sc->title);
             for (int j = 0; j < sc->nops; j++)
-                printf("        op %-30s %5d users/iteration%s\n", sc->ops[j].name,
-                       sc->ops[j].users, sc->ops[j].decides ? ", decides" : "");
+                printf("        op %-30s %5d %s%s\n", sc->ops[j].name, sc->ops[j].users,
+                       sc->ops[j].listen ? "listeners, for the run" : "users/iteration",
+                       sc->ops[j].decides ? ", decides" : "");
         }
     }
     int n = 0;

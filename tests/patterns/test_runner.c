@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "pt_sim.h"
 #include "pt_test_util.h"
@@ -494,4 +495,58 @@ Test(runner_sim, counters_read_the_btree_engine_latch)
         cr_assert_geq(c.latch_wait_us, 0);
         bson_destroy(ss);
     }
+}
+
+/* A custom-execution op (pt_op.listen): its listeners start one iteration
+ * into the run, get the run's iterations to listen, and each gap between
+ * one listener's documents is a sample (the first document only starts the
+ * clock); they are not users and get no client. */
+static _Atomic int64_t t_listen_started_ns, t_listen_until_ns;
+
+static int t_listen(pt_listener *l, md_error *err)
+{
+    (void)err;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    t_listen_started_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+    t_listen_until_ns = l->until_ns;
+    for (int i = 0; i < 4; i++) {
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+        pt_listener_got(l);
+    }
+    while (pt_listener_left_ms(l) > 0) {
+        struct timespec ts = {0, 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    return 0;
+}
+
+Test(runner_sim, listeners_record_the_gaps_between_documents)
+{
+    pt_scenario sc = t_scenario;
+    sc.nops = 2;
+    sc.ops[0].run = t_nap;
+    sc.ops[0].users = 1000 / 20; /* one user per 20 ms iteration */
+    sc.ops[1] = (pt_op){.name = "listen", .users = 3, .decides = true, .listen = t_listen};
+    sc.check = NULL;
+    pt_run_opts o;
+    t_small_opts(&o, "btree");
+    o.resolution_ms = 20;
+    o.iterations = 5;
+    o.processes = 1;
+    o.pool_size = 1;
+    pt_run_result *r = calloc(1, sizeof *r);
+    md_error err;
+    cr_assert_eq(pt_run_scenario(&sc, &o, r, &err), 0, "%s", err.message);
+    cr_assert(r->ok, "%s", r->ops[1].first_error);
+    cr_assert_eq(r->ops[0].users, 5, "the listeners were not scheduled as users");
+    cr_assert_eq(r->ops[1].users, 3 * 3, "three gaps per listener, three listeners");
+    cr_assert_geq(r->ops[1].fig.min, 10.0, "each gap at least 10 ms: %.3f", r->ops[1].fig.min);
+    cr_assert_lt(r->ops[1].fig.mean, 40.0, "mean %.3f ms", r->ops[1].fig.mean);
+    /* listening lasted the run's iterations, from one iteration in */
+    int64_t span = t_listen_until_ns - t_listen_started_ns;
+    cr_assert(span > 60 * 1000000LL && span <= 100 * 1000000LL, "listened %lld ns",
+              (long long)span);
+    free(r);
 }

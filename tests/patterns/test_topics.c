@@ -3,12 +3,14 @@
  * capped record stores: the book's capped collection and {time: 1} index,
  * publish, the consumer's tailable + awaitData cursor (only tickers newer
  * than its start, in order, waiting for the next one), the IXSCAN the
- * time index gives a plain query, and the "topics" scenario from several
- * threads, with a check that notices a lost, duplicated or reordered ticker.
+ * time index gives a plain query, and the "topics" scenario's publishers
+ * and listeners from several threads, with a check that notices a lost,
+ * duplicated or reordered ticker.
  */
 #include <pthread.h>
 #include <time.h>
 
+#include "pt_sim.h"
 #include "pt_test_util.h"
 
 static int64_t mono_ms(void)
@@ -191,25 +193,66 @@ static const pt_scenario *topics_scenario(void)
     return sc;
 }
 
-/* Publishers and subscribers at once, from 8 threads; the ring wraps
- * (3000 tickers of about 90 bytes in 100000 bytes). */
-Test(pt_topics, scenario_publishers_and_subscribers_at_once)
+typedef struct listen_arg {
+    const pt_op *op;
+    pt_listener l;
+    pt_hist gaps;
+    int rc;
+    char msg[256];
+} listen_arg;
+
+static void *listener(void *arg)
+{
+    listen_arg *a = arg;
+    md_error err;
+    a->rc = a->op->listen(&a->l, &err);
+    if (a->rc)
+        snprintf(a->msg, sizeof a->msg, "%.200s", err.message);
+    return NULL;
+}
+
+/* The scenario's publishers (8 threads) and four of its listeners at once;
+ * the ring wraps (3000 tickers of about 90 bytes in 100000 bytes).  Every
+ * ticker a listener reports is new to it and one of the run's; each gap
+ * between two of them is one sample. */
+Test(pt_topics, scenario_publishers_and_listeners_at_once)
 {
     const pt_scenario *sc = topics_scenario();
+    cr_assert(sc->ops[1].listen && !sc->ops[1].run, "fetch_from_topics is the custom execution");
     ptt_db t;
     PTT_FOR_EACH_ENGINE(t) {
         md_error err;
         void *state = NULL;
-        pt_setup_args a = {.users = 3040, .quick = true};
+        pt_setup_args a = {.users = 3000, .quick = true};
         cr_assert_eq(sc->setup(t.db, &a, &state, &err), 0, "%s", err.message);
-        const pt_op *ops[2] = {&sc->ops[0], &sc->ops[1]};
-        int64_t users[2] = {3000, 40};
+        listen_arg la[4];
+        pthread_t th[4];
+        int64_t until = (mono_ms() + 700) * 1000000;
+        for (int i = 0; i < 4; i++) {
+            la[i] = (listen_arg){.op = &sc->ops[1]};
+            pt_hist_init(&la[i].gaps);
+            la[i].l = (pt_listener){.db = t.db, .state = state, .id = i, .until_ns = until,
+                                    .rec = &la[i].gaps};
+            cr_assert_eq(pthread_create(&th[i], NULL, listener, &la[i]), 0);
+        }
+        sleep_ms(50);
         char msg[256];
-        int n = ptt_run_ops(t.db, state, 2, ops, users, 8, msg);
-        cr_assert_eq(n, 0, "[%s] %s", t.engine, msg);
+        cr_assert_eq(ptt_run_op(t.db, state, &sc->ops[0], 8, 3000, msg), 0, "[%s] %s", t.engine,
+                     msg);
+        int64_t firsts = 0, gaps = 0;
+        for (int i = 0; i < 4; i++) {
+            pthread_join(th[i], NULL);
+            cr_assert_eq(la[i].rc, 0, "[%s] listener %d: %s", t.engine, i, la[i].msg);
+            cr_assert_gt(la[i].l.gaps, 0, "[%s] listener %d heard nothing", t.engine, i);
+            cr_assert_eq(la[i].gaps.count, la[i].l.gaps);
+            firsts++;
+            gaps += la[i].l.gaps;
+        }
         cr_assert_eq(pt_topics_published(state), 3000);
-        cr_assert_eq(pt_topics_received(state) + pt_topics_timeouts(state), 40);
-        cr_assert(pt_topics_received(state) > 0, "[%s] no subscriber got a ticker", t.engine);
+        cr_assert_eq(pt_topics_received(state), firsts + gaps,
+                     "[%s] every ticker reported once: the first starts the clock", t.engine);
+        cr_assert_leq(pt_topics_received(state), 4 * 3000, "[%s] nothing heard twice",
+                      t.engine);
         cr_assert_eq(sc->check(t.db, state, &err), 0, "[%s] check: %s", t.engine, err.message);
         int64_t kept = ptt_count(&t, "ticker", "{}");
         cr_assert(kept > 0 && kept < 3000, "[%s] %lld kept", t.engine, (long long)kept);
