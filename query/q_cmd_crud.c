@@ -308,6 +308,26 @@ static int upsert(md_db *db, const char *name, const bson_t *q, const q_update *
     return rc;
 }
 
+/* An upsert whose insert lost a race: another client inserted the document
+ * the query names by _id between this one's search and its insert.
+ * MongoDB 3.x returned E11000 there on WiredTiger (mmapv1 held the
+ * collection lock across both); minidoc searches again, as MongoDB 4.2
+ * does, when the query has an _id equality, up to UPSERT_RETRIES times. */
+#define UPSERT_RETRIES 3
+
+static bool upsert_lost_race(int rc, int attempt, const bson_t *q, md_error *err)
+{
+    bson_iter_t it, sub;
+    if (rc != MD_EDUPKEY || attempt >= UPSERT_RETRIES || !bson_iter_init_find(&it, q, "_id"))
+        return false;
+    if (BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &sub) && bson_iter_next(&sub) &&
+        bson_iter_key(&sub)[0] == '$')
+        return false; /* {_id: {$op: ...}} is no equality */
+    if (err)
+        md_error_clear(err);
+    return true;
+}
+
 /* ---- update -------------------------------------------------------------------------- */
 
 
@@ -406,30 +426,37 @@ int q_update_exec(md_db *db, const char *name, bool durable, const q_upd_stmt *s
 {
     q_matcher *m = NULL;
     q_update *u = NULL;
-    q_coll *c = q_coll_find(db, name);
-    q_index *idx = c ? q_idhack_index(db, c) : NULL;
     bson_iter_t idv;
-    bool idhack = idx && q_idhack_query(&s->q, &idv);
-    int rc = idhack ? 0 : q_matcher_new(&s->q, &m, err);
-    if (!rc)
-        rc = q_update_acquire(&s->u, s->has_af ? &s->af : NULL, !db->no_fast, &u, err);
+    bool idhack = q_idhack_query(&s->q, &idv);
+    int rc = q_update_acquire(&s->u, s->has_af ? &s->af : NULL, !db->no_fast, &u, err);
     if (!rc && s->multi && q_update_is_replacement(u))
         rc = q_err(err, MD_EINVAL, MD_CODE_FAILED_TO_PARSE,
                    "multi update only works with $ operators");
-    if (!rc && idhack)
-        rc = update_by_id(db, c, idx, &idv, u, durable, o, err);
-    else if (!rc && c)
-        rc = update_existing(db, c, s, m, u, durable, o, err);
-    if (!rc && o->n == 0 && s->upsert) {
-        bson_t doc;
-        bson_iter_t id;
-        rc = upsert(db, name, &s->q, u, durable, &doc, err);
-        if (!rc && bson_iter_init_find(&id, &doc, "_id")) {
-            o->upserted = true;
-            o->n = 1;
-            bson_append_iter(&o->id, "_id", 3, &id);
+    for (int attempt = 0; !rc; attempt++) {
+        q_coll *c = q_coll_find(db, name);
+        q_index *idx = c && idhack ? q_idhack_index(db, c) : NULL;
+        if (!idx && !m)
+            rc = q_matcher_new(&s->q, &m, err);
+        if (!rc && idx)
+            rc = update_by_id(db, c, idx, &idv, u, durable, o, err);
+        else if (!rc && c)
+            rc = update_existing(db, c, s, m, u, durable, o, err);
+        if (!rc && o->n == 0 && s->upsert) {
+            bson_t doc;
+            bson_iter_t id;
+            rc = upsert(db, name, &s->q, u, durable, &doc, err);
+            if (!rc && bson_iter_init_find(&id, &doc, "_id")) {
+                o->upserted = true;
+                o->n = 1;
+                bson_append_iter(&o->id, "_id", 3, &id);
+            }
+            bson_destroy(&doc);
+            if (upsert_lost_race(rc, attempt, &s->q, err)) {
+                rc = 0;
+                continue;
+            }
         }
-        bson_destroy(&doc);
+        break;
     }
     q_matcher_destroy(m);
     q_update_release(u);
@@ -850,26 +877,30 @@ static int fam_existing(md_db *db, q_coll *c, const fam_args *a, const q_matcher
 static int fam_run(md_db *db, const char *name, const fam_args *a, const q_matcher *m,
                    const q_update *u, const q_proj *proj, bson_t *reply, md_error *err)
 {
-    q_coll *c = q_coll_find(db, name);
-    bool found = false;
     int rc = 0;
-    if (c && c->capped && a->remove)
-        return q_capped_refuse_delete(c, err);
-    if (c) {
-        q_coll_lock(db, c, true);
-        rc = fam_existing(db, c, a, m, u, proj, &found, reply, err);
-        q_coll_unlock(db, c);
+    for (int attempt = 0;; attempt++) {
+        q_coll *c = q_coll_find(db, name);
+        bool found = false;
+        if (c && c->capped && a->remove)
+            return q_capped_refuse_delete(c, err);
+        if (c) {
+            q_coll_lock(db, c, true);
+            rc = fam_existing(db, c, a, m, u, proj, &found, reply, err);
+            q_coll_unlock(db, c);
+        }
+        if (!rc && !found && a->upsert) {
+            bson_t doc;
+            rc = upsert(db, name, &a->query, u, a->durable, &doc, err);
+            if (!rc)
+                fam_reply(reply, 1, 0, &doc, a->new_ ? &doc : NULL, proj);
+            bson_destroy(&doc);
+            if (upsert_lost_race(rc, attempt, &a->query, err))
+                continue;
+        } else if (!rc && !found) {
+            fam_reply(reply, 0, a->remove ? -1 : 0, NULL, NULL, proj);
+        }
+        return rc;
     }
-    if (!rc && !found && a->upsert) {
-        bson_t doc;
-        rc = upsert(db, name, &a->query, u, a->durable, &doc, err);
-        if (!rc)
-            fam_reply(reply, 1, 0, &doc, a->new_ ? &doc : NULL, proj);
-        bson_destroy(&doc);
-    } else if (!rc && !found) {
-        fam_reply(reply, 0, a->remove ? -1 : 0, NULL, NULL, proj);
-    }
-    return rc;
 }
 
 int q_cmd_find_and_modify(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err)

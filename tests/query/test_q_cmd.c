@@ -6,6 +6,8 @@
  * batches with writes in between, killCursors, count, findAndModify and
  * the dispatcher's own errors.
  */
+#include <pthread.h>
+
 #include "test_q_util.h"
 
 /* ---- dispatcher ---------------------------------------------------------------- */
@@ -718,4 +720,65 @@ Test(cmd, mmapv1_malformed_document_is_an_error)
     cr_assert(strstr(t_str(r, "errmsg"), "well-formed") != NULL, "%s", t_str(r, "errmsg"));
     bson_destroy(r);
     t_close(&t);
+}
+
+/* ---- upserts racing on one _id ------------------------------------------------------ */
+
+typedef struct race_arg {
+    md_db *db;
+    int rounds;
+    _Atomic int *errors;
+} race_arg;
+
+static void *upsert_racer(void *p)
+{
+    race_arg *a = p;
+    char cmd[256];
+    for (int i = 0; i < a->rounds; i++) {
+        bson_t r;
+        md_error err;
+        bson_iter_t it;
+        snprintf(cmd, sizeof cmd,
+                 "{\"update\": \"u\", \"updates\": [{\"q\": {\"_id\": %d, \"tag\": \"t\"}, "
+                 "\"u\": {\"$inc\": {\"n\": 1}}, \"upsert\": true}]}",
+                 i);
+        if (md_db_command_json(a->db, cmd, &r, &err) != 0 || bson_iter_init_find(&it, &r, "writeErrors"))
+            (*a->errors)++;
+        bson_destroy(&r);
+        snprintf(cmd, sizeof cmd,
+                 "{\"findAndModify\": \"f\", \"query\": {\"_id\": %d}, "
+                 "\"update\": {\"$inc\": {\"n\": 1}}, \"upsert\": true, \"new\": true}",
+                 i);
+        if (md_db_command_json(a->db, cmd, &r, &err) != 0)
+            (*a->errors)++;
+        bson_destroy(&r);
+    }
+    return NULL;
+}
+
+/* Threads upserting the same new _id at once: the insert that loses the
+ * race searches again and updates the winner's document (as MongoDB 4.2;
+ * 3.x on WiredTiger answered E11000), for update and findAndModify. */
+Test(q_cmd, upserts_racing_on_one_id_all_land)
+{
+    tdb t;
+    FOR_EACH_ENGINE(t) {
+        enum { THREADS = 6, ROUNDS = 150 };
+        _Atomic int errors = 0;
+        race_arg a = {t.db, ROUNDS, &errors};
+        pthread_t th[THREADS];
+        for (int i = 0; i < THREADS; i++)
+            cr_assert_eq(pthread_create(&th[i], NULL, upsert_racer, &a), 0);
+        for (int i = 0; i < THREADS; i++)
+            pthread_join(th[i], NULL);
+        cr_assert_eq(errors, 0, "[%s] %d upserts failed", t.engine, (int)errors);
+        for (int c = 0; c < 2; c++) {
+            bson_t *r = T_OK(&t, "{\"count\": \"%s\"}", c ? "f" : "u");
+            cr_assert_eq(t_i64(r, "n"), ROUNDS, "[%s] one document per _id", t.engine);
+            bson_destroy(r);
+            r = T_OK(&t, "{\"count\": \"%s\", \"query\": {\"n\": %d}}", c ? "f" : "u", THREADS);
+            cr_assert_eq(t_i64(r, "n"), ROUNDS, "[%s] every increment landed", t.engine);
+            bson_destroy(r);
+        }
+    }
 }
