@@ -153,7 +153,10 @@ int bt_capped_insert(eng_rs *rs, eng_txn *tx, const uint8_t *data, uint32_t len,
     bt_latch_shared(e);
     int64_t size = t->capped_size, max = t->capped_max;
     delta(t, x, 0, 0);
-    int64_t count = t->count + t->cap_dcount, bytes = t->data_size + t->cap_dbytes;
+    /* commits count under the shared latch: atomic loads (a capped
+     * store's own commits are serialized by the caller) */
+    int64_t count = __atomic_load_n(&t->count, __ATOMIC_RELAXED) + t->cap_dcount,
+            bytes = __atomic_load_n(&t->data_size, __ATOMIC_RELAXED) + t->cap_dbytes;
     bt_unlatch(e);
     if ((rc = eng_capped_check_len(size, len, err)) != 0)
         return rc;
@@ -213,8 +216,8 @@ void bt_capped_truncated(bt_tree *t, eng_txn *tx)
     bt_engine *e = t->eng;
     bt_latch_shared(e);
     delta(t, (bt_txn *)tx, 0, 0);
-    t->cap_dcount = -t->count;
-    t->cap_dbytes = -t->data_size;
+    t->cap_dcount = -__atomic_load_n(&t->count, __ATOMIC_RELAXED);
+    t->cap_dbytes = -__atomic_load_n(&t->data_size, __ATOMIC_RELAXED);
     bt_unlatch(e);
 }
 
@@ -223,7 +226,8 @@ void bt_capped_validate(bt_tree *t, eng_validate *v)
     bt_engine *e = t->eng;
     bt_latch_shared(e);
     bool capped = t->capped;
-    int64_t count = t->count, bytes = t->data_size, size = t->capped_size,
+    int64_t count = __atomic_load_n(&t->count, __ATOMIC_RELAXED),
+            bytes = __atomic_load_n(&t->data_size, __ATOMIC_RELAXED), size = t->capped_size,
             max = t->capped_max;
     bt_unlatch(e);
     if (!capped)

@@ -12,7 +12,8 @@
  * appends a logical operation to the transaction's log buffer, which commit
  * hands to bt_log.c as one record.  Checkpoints (bt_ckpt.c) are taken every
  * checkpointIntervalSecs and every checkpointLogSizeMB of log (both checked
- * at commit, under the exclusive latch), by eng_flush and at close; without
+ * at commit: bt_commit_due under the shared latch, then bt_commit_checkpoint
+ * under the exclusive one), by eng_flush and at close; without
  * the log, a commit is durable only at the next one.
  *
  * The cache is checked at commit and at the start of every read: above its
@@ -175,6 +176,16 @@ static bool any_modified(bt_engine *e)
         if (e->trees[i]->modified)
             return true;
     return e->meta->modified || e->nunlink;
+}
+
+/* After a commit, under the shared latch: is bt_commit_checkpoint's work
+ * due (a checkpoint, or eviction)?  Its own test, less any_modified (the
+ * commit modified a tree). */
+bool bt_commit_due(bt_engine *e, bool want)
+{
+    return e->ckpt_pending || want ||
+           (e->ckpt_interval > 0 && bt_now() - e->last_ckpt >= e->ckpt_interval) ||
+           __atomic_load_n(&e->cache_bytes, __ATOMIC_RELAXED) > e->cache_max;
 }
 
 /* At commit, under the exclusive latch: the periodic or a deferred

@@ -20,26 +20,29 @@
  * The pages (the "base") hold committed data only; a transaction's writes
  * are versions in per-tree overlays (bt_overlay: a skiplist of update
  * chains, newest first).  Commit stamps them under the engine latch held
- * exclusively and leaves them there, pending; a fold, also under the
- * exclusive latch, applies a tree's pending versions to the base in key
- * order (when the overlay reaches its bound, at checkpoint, verify, and by
- * an idle reader) and drops the chains no snapshot needs; a version every
- * snapshot sees becomes the page entry itself (its allocation is laid out
- * as one: key, then value), not a copy.  Appends -- RecordIds, increasing
- * index keys -- cost one comparison where they are placed: an overlay's
- * tails (bt_overlay.tail, .last) and a write's page search
- * (bt_search_write) check the end first.  Every read and
- * write call holds the latch shared for its duration, so it sees the base
- * whole; readers resolve keys that have a chain through it (their snapshot,
- * or outside a transaction the newest commit), others read the base.
- * Nothing a reader returns points into a page (copies), so eviction,
- * splits, folds and checkpoints, all under the exclusive latch, end no
- * view.  Page-in happens under the shared latch (e->page_mu, atomically
- * published child pointers).
+ * shared and the commit mutex (one commit at a time: its log record, its
+ * timestamp, its stamps, then the timestamp published) and leaves them
+ * there, pending; a fold, under the exclusive latch, applies a tree's
+ * pending versions to the base in key order (when the overlay reaches its
+ * bound, at checkpoint, verify, and by an idle reader) and drops the
+ * chains no snapshot needs; a version every snapshot sees becomes the page
+ * entry itself (its allocation is laid out as one: key, then value), not a
+ * copy.  Appends -- RecordIds, increasing index keys -- cost one
+ * comparison where they are placed: an overlay's tails (bt_overlay.tail,
+ * .last) and a write's page search (bt_search_write) check the end first.
+ * Every read and write call holds the latch shared for its duration, so it
+ * sees the base whole; readers resolve keys that have a chain through it
+ * (their snapshot, or outside a transaction the latest published commit),
+ * others read the base.  Nothing a reader returns points into a page
+ * (copies), so eviction, splits, folds and checkpoints, all under the
+ * exclusive latch, end no view.  Page-in happens under the shared latch
+ * (e->page_mu, atomically published child pointers).  Creates, drops and
+ * catalog writes commit under the exclusive latch.
  *
  *   thread ──shared latch──> base pages (read, page-in)
  *          ──+ t->ov.mu────> a tree's overlay (versions, conflicts)
- *   commit ──exclusive─────> log record, stamp, (fold), checkpoint
+ *   commit ──shared + commit_mu──> log record, ts, stamps, publish
+ *          ──exclusive (when due)──> fold, checkpoint
  *
  * Invariants 5-8 are in bt_txn.c.
  *
@@ -337,8 +340,8 @@ typedef struct bt_chain {
 #define BT_SPARE 8
 
 /* A tree's overlay: (key, rid) -> chain, ordered as the tree.  Changed
- * under the shared latch and mu, or under the exclusive latch (commit,
- * fold). */
+ * under the shared latch and mu (writes, commits' stamps), or under the
+ * exclusive latch (folds, structural commits). */
 typedef struct bt_overlay {
     pthread_mutex_t mu;
     bool mu_ok;              /* mu initialized (bt_ov_init) */
@@ -542,7 +545,8 @@ struct bt_engine {
                     checkpoint waits for its end (ckpt_pending) */
     const bt_compressor *default_comp;
     size_t cache_max, cache_bytes, dirty_bytes; /* cache_bytes: atomic */
-    uint64_t gen;        /* bumped on every change of the base (exclusive latch) */
+    uint64_t gen;        /* bumped on every change of the base (exclusive
+                            latch); commits show in last_ts instead */
     uint64_t read_gen;   /* access clock (atomic) */
     uint64_t next_file_id;
     int64_t checkpoints, evictions;
@@ -560,8 +564,9 @@ struct bt_engine {
     md_error last_err;
     uint64_t ckpt_lsn; /* from the turtle: the log is replayed from here */
     bt_log log;
-    /* Concurrency (bt_txn.c).  Lock order: latch, a tree's ov.mu, page_mu;
-     * txn_mu and a handle's mu are leaves. */
+    /* Concurrency (bt_txn.c).  Lock order: latch, commit_mu, a tree's
+     * ov.mu, page_mu; the log's mutexes after commit_mu; txn_mu and a
+     * handle's mu are leaves. */
     uint64_t id;               /* unique per open, for the per-thread txn table */
     bool evicting;             /* a reader is evicting (atomic) */
     pthread_rwlock_t latch;    /* shared: a read or write call; exclusive:
@@ -573,18 +578,23 @@ struct bt_engine {
     pthread_mutex_t gate_mu;
     pthread_cond_t gate_cv;
     pthread_mutex_t page_mu;   /* page-in under the shared latch */
-    pthread_mutex_t txn_mu;    /* open, last_ts, next_txn */
+    pthread_mutex_t commit_mu; /* a commit under the shared latch: its log
+                                  record, timestamp and stamps, in order */
+    pthread_mutex_t txn_mu;    /* open, next_txn; last_ts is published
+                                  under it */
     bt_txn *open;              /* open transactions */
     bt_txn *spare;             /* ended transactions kept for reuse, with
                                   their arrays (txn_mu), at most BT_SPARE */
     int nspare;
-    uint64_t last_ts;          /* the latest commit timestamp */
+    uint64_t last_ts;          /* the latest commit timestamp, published
+                                  (atomic, release) once all its versions
+                                  are stamped */
     uint64_t next_txn;
     size_t unfolded;           /* chains pending in every overlay (atomic) */
     uint32_t idle_reads;       /* reads since the last commit (atomic) */
     struct {                   /* statistics, atomic */
         int64_t begins, commits, aborts, conflicts, freed, folds, folded;
-        int64_t sh_n, sh_us, ex_n, ex_us, gated;
+        int64_t sh_n, sh_us, ex_n, ex_us, gated, cm_n, cm_us;
     } st;
 };
 
@@ -617,6 +627,7 @@ void bt_read_check(bt_engine *e);
 int bt_txn_check(bt_engine *e, eng_txn *t, md_error *err);
 void bt_checkpoint_failed(bt_engine *e, int rc, const md_error *err);
 void bt_sweep_trees(bt_engine *e);
+bool bt_commit_due(bt_engine *e, bool want);
 void bt_commit_checkpoint(bt_engine *e, bool want);
 int bt_obj_create(bt_engine *e, eng_txn *t, const char *ident, int kind,
                   const char *compressor, md_error *err);
@@ -659,7 +670,14 @@ int bt_lookup(bt_engine *e, bt_txn *x, bt_tree *t, const uint8_t *key, uint32_t 
 bt_chain *bt_ov_seek(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, bool incl);
 bt_chain *bt_ov_seek_back(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid,
                           bool incl, bool inf);
-const bt_upd *bt_visible(const bt_chain *c, const bt_txn *x);
+/* The version of chain c that x sees; outside a transaction (x NULL),
+ * the newest committed at or before rts (bt_read_ts).  Under t->ov.mu. */
+const bt_upd *bt_visible(const bt_chain *c, const bt_txn *x, uint64_t rts);
+/* What a read by x sees: x's snapshot, or outside a transaction the
+ * latest commit published when the calling thread took the shared latch
+ * (so every read under one hold of it sees the same commits, as when
+ * commits took the latch exclusively), else the latest published now. */
+uint64_t bt_read_ts(bt_engine *e, const bt_txn *x);
 size_t bt_ov_count(bt_tree *t);
 void bt_ov_init(bt_tree *t);
 void bt_ov_free(bt_engine *e, bt_tree *t);
@@ -678,7 +696,8 @@ typedef struct bt_cur {
     bt_buf key, val;
     eng_rid rid;
     bool pos_ok;
-    uint64_t gen;
+    uint64_t gen; /* e->gen when pos was found: the base it points into */
+    uint64_t rts; /* the read timestamp the entry was resolved at */
     bt_pos pos;
 } bt_cur;
 int bt_cur_find(bt_engine *e, bt_txn *x, bt_tree *t, bt_cur *c, const uint8_t *key,

@@ -22,9 +22,10 @@
  * writer takes the whole buffer under `mu` (swapping in the spare one)
  * and writes it under `wmu` alone, so commits keep appending while the
  * flush thread's write and fsync run, as WiredTiger's log slots and
- * mmapv1's journal (mm_journal.c) let them.  Commits append under the
- * engine's exclusive latch (bt_txn.c), so log order is commit order; the
- * record is compressed before that latch is taken.
+ * mmapv1's journal (mm_journal.c) let them.  Commits append one at a
+ * time, under the engine's commit mutex (or its exclusive latch), and are
+ * stamped in the same order (bt_txn.c), so log order is commit order; the
+ * record is compressed before either is taken.
  *
  * Recovery (bt_log_open, after the checkpoint is loaded): replay every
  * record from the turtle's logLsn on, file after file, stopping at the

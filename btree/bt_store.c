@@ -16,8 +16,8 @@
  * cursors into their own buffers, so no other thread can end a view.  In
  * a transaction a read resolves keys through their update chains
  * (bt_txn.c); outside one it reads the latest committed state: a chain's
- * newest commit (not yet folded into the pages, or kept for a snapshot),
- * else the base.
+ * newest commit published when the thread took the latch (not yet folded
+ * into the pages, or kept for a snapshot), else the base.
  * A cursor keeps its current entry and finds the next one after it at
  * every step, merging the base with the overlay (a tombstone hides a base
  * entry); save and restore therefore have nothing to do but re-read
@@ -85,6 +85,7 @@ static int cur_take(bt_cur *c, const uint8_t *key, uint32_t klen, eng_rid rid,
 static int merge(bt_engine *e, bt_txn *x, bt_tree *t, bt_cur *c, bt_ent *b, bt_chain *o,
                  bool fwd, md_error *err)
 {
+    (void)e;
     for (;;) {
         int k, rc;
         if (!o && !b)
@@ -94,7 +95,7 @@ static int merge(bt_engine *e, bt_txn *x, bt_tree *t, bt_cur *c, bt_ent *b, bt_c
             k = -k;
         if (k > 0)
             return cur_take(c, b->key, b->klen, b->rid, b->val, b->vlen);
-        const bt_upd *u = bt_visible(o, x);
+        const bt_upd *u = bt_visible(o, x, c->rts);
         if (u->present)
             return cur_take(c, o->key, o->klen, o->rid, u->val, u->vlen);
         if (k == 0) {
@@ -116,6 +117,7 @@ int bt_cur_find(bt_engine *e, bt_txn *x, bt_tree *t, bt_cur *c, const uint8_t *k
                 uint32_t klen, eng_rid rid, bool fwd, bool incl, bool inf, md_error *err)
 {
     bt_ent *b;
+    c->rts = bt_read_ts(e, x);
     int rc = base_find(e, t, c, key, klen, rid, fwd, incl, inf, &b, err);
     if (rc)
         return rc;
@@ -280,16 +282,17 @@ void bt_rs_stats(eng_rs *rs, struct eng_rs_stats *s)
     bt_tree *t = BT_TREE(rs);
     bt_engine *e = BT_ENG(rs);
     bt_latch_shared(e);
-    s->count = t->count;
-    s->data_size = t->data_size;
+    /* commits count into these under the shared latch: atomic loads */
+    s->count = __atomic_load_n(&t->count, __ATOMIC_RELAXED);
+    s->data_size = __atomic_load_n(&t->data_size, __ATOMIC_RELAXED);
     /* The file's size on disk, as WiredTiger reports it: with compression
      * it can be far below data_size, and it lags until pages are written. */
     s->storage_size = bt_file_size(t);
-    s->n_inserts = t->n_inserts;
-    s->n_updates = t->n_updates;
-    s->n_inplace = t->n_updates; /* RecordIds never change */
+    s->n_inserts = __atomic_load_n(&t->n_inserts, __ATOMIC_RELAXED);
+    s->n_updates = __atomic_load_n(&t->n_updates, __ATOMIC_RELAXED);
+    s->n_inplace = s->n_updates; /* RecordIds never change */
     s->n_moves = 0;
-    s->bytes_written = t->bytes_written;
+    s->bytes_written = __atomic_load_n(&t->bytes_written, __ATOMIC_RELAXED);
     bt_unlatch(e);
 }
 
@@ -381,7 +384,7 @@ int bt_rs_cursor_open(eng_rs *rs, bool forward, eng_rs_cursor **out)
 static int capped_still_there(bt_rs_cursor *c, md_error *err)
 {
     bt_engine *e = BT_ENG(c->hdr.rs);
-    if (c->cur.pos_ok && c->cur.gen == e->gen)
+    if (c->cur.pos_ok && c->cur.gen == e->gen && c->cur.rts == bt_read_ts(e, bt_txn_mine(e)))
         return 0; /* nothing committed or folded since the cursor stood on it */
     int rc = bt_lookup(e, bt_txn_mine(e), BT_TREE(c->hdr.rs), NULL, 0, c->cur.rid, &c->probe,
                        err);
@@ -401,8 +404,9 @@ int bt_rs_cursor_next(eng_rs_cursor *ch, eng_rid *rid, const uint8_t **data, uin
     bt_latch_shared(e);
     int rc = 0;
     /* Capped, tailing: readers need no lock on btree, so the ring may have
-     * passed the last record since restore.  Under the latch no commit
-     * happens, so if it is still there every newer record is too. */
+     * passed the last record since restore.  Every read under one hold of
+     * the latch sees the same commits (bt_read_ts), so if it is still
+     * there every newer record is too. */
     if (c->forward && c->cur.have && bt_capped_is(BT_TREE(ch->rs)))
         rc = capped_still_there(c, &err);
     if (rc == 0)
@@ -510,7 +514,7 @@ int64_t bt_ss_entries(eng_ss *ss)
 {
     bt_engine *e = BT_ENG(ss);
     bt_latch_shared(e);
-    int64_t n = BT_TREE(ss)->count;
+    int64_t n = __atomic_load_n(&BT_TREE(ss)->count, __ATOMIC_RELAXED); /* commits add */
     bt_unlatch(e);
     return n;
 }
@@ -526,7 +530,8 @@ int bt_ss_validate(eng_ss *ss, eng_validate *v)
 enum { SS_BEFORE, SS_AT, SS_AFTER };
 
 /* SS_AT: cur holds the current entry, as read when the engine generation
- * was gen and the transaction txn had made wseq writes. */
+ * was gen, at read timestamp cur.rts, and the transaction txn had made
+ * wseq writes. */
 typedef struct bt_ss_cursor {
     eng_ss_cursor hdr;
     int state;
@@ -575,7 +580,8 @@ static int ss_refresh(bt_ss_cursor *c)
     bt_engine *e = BT_ENG(c->hdr.ss);
     bt_latch_shared(e);
     bt_txn *x = bt_txn_mine(e);
-    bool same = c->gen == e->gen && c->txn == (x ? x->id : 0) && c->wseq == (x ? x->wseq : 0);
+    bool same = c->gen == e->gen && c->cur.rts == bt_read_ts(e, x) &&
+                c->txn == (x ? x->id : 0) && c->wseq == (x ? x->wseq : 0);
     bt_unlatch(e);
     if (c->state != SS_AT || same)
         return 0;

@@ -7,9 +7,9 @@
  * its tree's overlay: a skiplist from (key, rid) to an update chain, newest
  * version first, whose oldest entry is what the base held when the chain
  * was made.  Commit only stamps the transaction's versions (and counts
- * them into the trees' counters) under the exclusive latch; they stay in
- * the overlay, pending, as WiredTiger's updates stay in a page's update
- * lists until reconciliation.  A fold applies every pending chain's newest
+ * them into the trees' counters), under the shared latch and the commit
+ * mutex; they stay in the overlay, pending, as WiredTiger's updates stay
+ * in a page's update lists until reconciliation.  A fold applies every pending chain's newest
  * commit to the base in key order (a walk of the skiplist's level 0, each
  * put searching only the previous put's leaf when the key falls in it),
  * then drops the chains no snapshot needs and relinks the rest in the same
@@ -17,8 +17,11 @@
  * given to the page as its entry rather than copied):
  *
  *   write  ──> overlay chain  [T7 uncommitted] -> [ts 12] -> [base image]
- *   commit ── exclusive latch ──> log record, ts = ++last_ts, versions
- *              stamped (pending) ──> unlatch ──> fsync (j: true)
+ *   commit ── shared latch + commit_mu ──> log record, ts = last_ts + 1,
+ *              versions stamped (pending), then last_ts = ts published
+ *              ──> unlatch ──> exclusive latch when a fold or checkpoint
+ *              is due ──> fsync (j: true).  A create, drop or catalog
+ *              write commits under the exclusive latch throughout.
  *   fold   ── exclusive latch: pending versions applied to the base in key
  *              order; a chain whose head is committed, applied and not
  *              newer than every open snapshot is dropped, older versions
@@ -31,7 +34,12 @@
  * A snapshot is {read_ts = last_ts at begin, own id}.  A version is
  * visible to it when it is its own or committed at ts <= read_ts; a key
  * without a chain is read from the base.  Reads outside a transaction see
- * the latest commit: a chain's newest committed version, else the base.
+ * the latest published commit: a chain's newest version committed at or
+ * before last_ts, read once per hold of the shared latch (bt_read_ts),
+ * else the base.  A
+ * commit in progress has stamped some versions with a timestamp past
+ * last_ts: no reader sees them until it publishes, so none sees half a
+ * commit.
  * Writers conflict (MD_EWRITECONFLICT) on a chain whose head is another
  * transaction's uncommitted version or a commit after their snapshot; a
  * unique sorted-store insert also on any such chain with equal key bytes.
@@ -46,8 +54,11 @@
  *    and a pending chain is never dropped (a chain stays until it is
  *    applied and no snapshot predates its newest commit).
  * 7. The base changes only under the exclusive latch; overlays change
- *    under the shared latch and their tree's ov.mu, or under the
- *    exclusive latch (commit, fold).
+ *    under the shared latch and their tree's ov.mu (writes, commits'
+ *    stamps), or under the exclusive latch (fold, structural commits).
+ *    Commits are stamped and published one at a time, in log order
+ *    (commit_mu); a checkpoint, which takes the latch exclusively, never
+ *    sees one in progress.
  * 8. A checkpoint folds every tree first: the pages it writes hold every
  *    commit before its log position.
  *
@@ -66,6 +77,12 @@
 #define LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define TL_MAX 16
 
+/* The read timestamp of the shared latch the calling thread holds (eid 0:
+ * none), for bt_read_ts. */
+static __thread struct {
+    uint64_t eid, rts;
+} hold;
+
 /* The calling thread's open transactions, one per engine. */
 static __thread struct {
     uint64_t eid;
@@ -75,10 +92,12 @@ static uint64_t engine_ids;
 
 /* ---- latches ------------------------------------------------------------------- */
 
-/* The latch lets readers in while a writer waits (a commit, a fold, a
- * checkpoint): every read or write call takes it shared, often several
- * times per operation, and a writer-first lock made each of those wait
- * behind each waiting commit -- with many threads on few cores the
+/* The latch lets readers in while a writer waits (a fold, a checkpoint,
+ * eviction, a structural commit; commits took it exclusively once, and
+ * still do when one of those is due): every read or write call takes it
+ * shared, often several times per operation, and a writer-first lock made
+ * each of those wait behind each waiting writer -- with many threads on
+ * few cores the
  * operations convoyed (futex sleeps and wake-ups were most of the CPU
  * time at four times the Little Book's load; see docs/patterns.md).  So
  * that a stream of readers cannot starve a writer, one that has waited
@@ -96,6 +115,7 @@ int bt_conc_init(bt_engine *e)
     pthread_mutex_init(&e->gate_mu, NULL);
     pthread_cond_init(&e->gate_cv, NULL);
     pthread_mutex_init(&e->page_mu, NULL);
+    pthread_mutex_init(&e->commit_mu, NULL);
     pthread_mutex_init(&e->txn_mu, NULL);
     e->id = ADD(engine_ids, 1);
     e->next_txn = 1;
@@ -109,6 +129,7 @@ void bt_conc_cleanup(bt_engine *e)
     pthread_mutex_destroy(&e->gate_mu);
     pthread_cond_destroy(&e->gate_cv);
     pthread_mutex_destroy(&e->page_mu);
+    pthread_mutex_destroy(&e->commit_mu);
     pthread_mutex_destroy(&e->txn_mu);
 }
 
@@ -127,6 +148,8 @@ void bt_latch_shared(bt_engine *e)
         ADD(e->st.sh_us, eng_now_us() - t0);
     }
     ADD(e->st.sh_n, 1);
+    hold.eid = e->id;
+    hold.rts = __atomic_load_n(&e->last_ts, __ATOMIC_ACQUIRE);
 }
 
 void bt_latch_excl(bt_engine *e)
@@ -157,6 +180,7 @@ void bt_latch_excl(bt_engine *e)
 
 void bt_unlatch(bt_engine *e)
 {
+    hold.eid = 0;
     pthread_rwlock_unlock(&e->latch);
 }
 
@@ -556,11 +580,18 @@ void bt_fold_idle(bt_engine *e)
 
 /* ---- reads and writes ------------------------------------------------------------- */
 
-const bt_upd *bt_visible(const bt_chain *c, const bt_txn *x)
+uint64_t bt_read_ts(bt_engine *e, const bt_txn *x)
+{
+    if (x)
+        return x->read_ts;
+    return hold.eid == e->id ? hold.rts : __atomic_load_n(&e->last_ts, __ATOMIC_ACQUIRE);
+}
+
+const bt_upd *bt_visible(const bt_chain *c, const bt_txn *x, uint64_t rts)
 {
     const bt_upd *u = c->head;
     for (; u->older; u = u->older)
-        if (!u->txn_id || (x && u->txn_id == x->id) || (u->ts && (!x || u->ts <= x->read_ts)))
+        if (!u->txn_id || (x && u->txn_id == x->id) || (u->ts && u->ts <= rts))
             return u;
     return u; /* invariant 6 */
 }
@@ -589,17 +620,19 @@ int bt_buf_set(bt_buf *b, const uint8_t *p, size_t n)
 
 /* The value of (key, rid) as the calling thread sees it, copied into *val:
  * through the key's chain if it has one (outside a transaction: its newest
- * commit), else from the base.  The caller holds the shared latch. */
+ * commit as of bt_read_ts), else from the base.  The caller holds the
+ * shared latch. */
 int bt_lookup(bt_engine *e, bt_txn *x, bt_tree *t, const uint8_t *key, uint32_t klen,
               eng_rid rid, bt_buf *val, md_error *err)
 {
     bt_ent *en;
     int rc;
     if (bt_ov_count(t)) {
+        uint64_t rts = bt_read_ts(e, x);
         pthread_mutex_lock(&t->ov.mu);
         bt_chain *c = ov_exact(t, key, klen, rid, NULL);
         if (c) {
-            const bt_upd *u = bt_visible(c, x);
+            const bt_upd *u = bt_visible(c, x, rts);
             rc = !u->present ? MD_NOTFOUND : bt_buf_set(val, u->val, u->vlen);
             pthread_mutex_unlock(&t->ov.mu);
             return rc;
@@ -671,7 +704,7 @@ static int unique_check(bt_engine *e, bt_txn *x, bt_tree *t, const uint8_t *key,
             continue;
         if (conflicts(c, x))
             return conflict(e, err);
-        if (!dup && bt_visible(c, x)->present)
+        if (!dup && bt_visible(c, x, x->read_ts)->present)
             dup = c->rid;
     }
     int rc = 0;
@@ -837,7 +870,7 @@ int bt_txn_begin(eng_engine *eh, eng_txn **out)
     }
     pthread_mutex_lock(&e->txn_mu);
     t->id = e->next_txn++;
-    t->read_ts = e->last_ts;
+    t->read_ts = __atomic_load_n(&e->last_ts, __ATOMIC_ACQUIRE);
     t->next = e->open;
     if (e->open)
         e->open->prev = t;
@@ -908,45 +941,97 @@ static int64_t ent_size(const bt_tree *t, const bt_chain *c, const bt_upd *u)
     return t->kind == BT_RS ? (int64_t)u->vlen : (int64_t)c->klen + 8;
 }
 
-/* Stamp x's versions with a new commit timestamp and count them into their
- * trees' counters (the version under each is the key's previous commit, or
- * its base image: invariant 5).  The versions stay in the overlay, pending,
- * until a fold applies them to the base.  Under the exclusive latch. */
-static void stamp_locked(bt_engine *e, bt_txn *x)
+/* Stamp x's versions with the next commit timestamp and count them into
+ * their trees' counters (the version under each is the key's previous
+ * commit, or its base image: invariant 5), each tree's under its ov.mu;
+ * then publish the timestamp.  Until then no reader sees the versions
+ * (their timestamp is past last_ts) and no writer can take them over (they
+ * are newer than its snapshot).  A cursor notices the commit by the new
+ * last_ts (bt_cur.rts), not by e->gen, which counts changes of the base.  They stay in the overlay, pending, until
+ * a fold applies them to the base.  One commit at a time: under the commit
+ * mutex and the shared latch, or the exclusive latch. */
+static void stamp(bt_engine *e, bt_txn *x)
 {
-    pthread_mutex_lock(&e->txn_mu);
-    uint64_t ts = ++e->last_ts;
-    pthread_mutex_unlock(&e->txn_mu);
+    uint64_t ts = __atomic_load_n(&e->last_ts, __ATOMIC_RELAXED) + 1;
+    bt_tree *locked = NULL;
     for (size_t i = 0; i < x->nm; i++) {
         bt_mod *m = &x->m[i];
         bt_chain *c = m->c;
+        bt_tree *t = m->t;
+        if (t != locked) {
+            if (locked)
+                pthread_mutex_unlock(&locked->ov.mu);
+            pthread_mutex_lock(&(locked = t)->ov.mu);
+        }
         bt_upd *u = c->head;
         const bt_upd *was = u->older;
-        bt_tree *t = m->t;
         assert(u->txn_id == x->id && u->ts == 0);
         u->ts = ts;
-        t->count += (int64_t)u->present - (int64_t)was->present;
-        t->data_size += (u->present ? ent_size(t, c, u) : 0) -
-                        (was->present ? ent_size(t, c, was) : 0);
-        t->n_inserts += m->d_ins;
-        t->n_updates += m->d_upd;
-        t->bytes_written += m->d_bytes;
-        t->upd_bytes += m->d_ubytes;
-        t->modified = true;
+        /* atomic: collStats and the capped checks read them under the
+         * shared latch while other commits count theirs */
+        ADD(t->count, (int64_t)u->present - (int64_t)was->present);
+        ADD(t->data_size, (u->present ? ent_size(t, c, u) : 0) -
+                              (was->present ? ent_size(t, c, was) : 0));
+        ADD(t->n_inserts, m->d_ins);
+        ADD(t->n_updates, m->d_upd);
+        ADD(t->bytes_written, m->d_bytes);
+        ADD(t->upd_bytes, m->d_ubytes);
+        __atomic_store_n(&t->modified, true, __ATOMIC_RELAXED);
         if (!c->pending) {
             c->pending = true;
             t->ov.pending++;
             ADD(e->unfolded, 1);
         }
     }
-    e->gen++;
+    if (locked)
+        pthread_mutex_unlock(&locked->ov.mu);
+    /* under txn_mu: a begin (which takes no latch) reads last_ts and joins
+     * the open list in one step under it, so a snapshot older than this
+     * commit is on the list before the commit is published, and a fold
+     * that follows keeps the versions it needs */
+    pthread_mutex_lock(&e->txn_mu);
+    __atomic_store_n(&e->last_ts, ts, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&e->txn_mu);
+}
+
+/* Has a tree x wrote reached its fold bound (fold_touched's test)? */
+static bool fold_due(const bt_txn *x)
+{
+    for (size_t i = 0; i < x->nm; i++) {
+        bt_tree *t = x->m[i].t;
+        if (bt_ov_count(t) >= t->ov.fold_at)
+            return true;
+    }
+    return false;
+}
+
+/* A create or drop, or a catalog write: committed under the exclusive
+ * latch throughout (the catalog is folded at once). */
+static bool structural(const bt_engine *e, const bt_txn *x)
+{
+    if (x->n)
+        return true;
+    for (size_t i = 0; i < x->nm; i++)
+        if (x->m[i].t == e->meta)
+            return true;
+    return false;
 }
 
 /* After a commit: fold the trees it wrote whose overlay reached its bound;
  * the metadata tree, and every tree of a create or drop, at once.  A fold
  * that fails leaves its versions pending (visible through their chains;
  * the checkpoint, which needs them in the base, reports the error). */
-static void fold_touched(bt_engine *e, bt_txn *x, uint64_t oldest)
+static bool tree_known(const bt_engine *e, const bt_tree *t)
+{
+    for (size_t i = 0; i < e->ntrees; i++)
+        if (e->trees[i] == t)
+            return true;
+    return t == e->meta;
+}
+
+/* gap: x's commit let go of the latch before this fold, so a drop may
+ * have swept one of its trees meanwhile: only trees still known count. */
+static void fold_touched(bt_engine *e, bt_txn *x, uint64_t oldest, bool gap)
 {
     bt_tree *done[8];
     size_t nd = 0;
@@ -955,7 +1040,8 @@ static void fold_touched(bt_engine *e, bt_txn *x, uint64_t oldest)
         bool seen = false;
         for (size_t j = 0; j < nd && !seen; j++)
             seen = done[j] == t;
-        if (seen || (t != e->meta && !x->n && t->ov.n < t->ov.fold_at))
+        if (seen || (gap && !tree_known(e, t)) ||
+            (t != e->meta && !x->n && t->ov.n < t->ov.fold_at))
             continue;
         (void)fold_tree(e, t, oldest, NULL);
         if (nd < 8)
@@ -990,11 +1076,15 @@ static bool ckpt_pending(bt_engine *e)
     return p;
 }
 
-/* The log record is appended under the exclusive latch (log order is
- * commit order, and a checkpoint never sees half a commit); if that fails
- * the transaction is aborted.  durable = true then waits for the fsync
- * outside the latch (when the log has a flush thread; without one
- * bt_log_commit syncs at once).  If only writing or syncing fails, the
+/* The log record is appended, and the versions stamped and published,
+ * under the shared latch and the commit mutex (log order is commit order,
+ * and a checkpoint, which takes the latch exclusively, never sees half a
+ * commit); the exclusive latch is taken after, only when a fold or a
+ * checkpoint is due.  A create, drop or catalog write commits under the
+ * exclusive latch throughout.  If appending fails the transaction is
+ * aborted.  durable = true then waits for the fsync outside the latch
+ * (when the log has a flush thread; without one bt_log_commit syncs at
+ * once, under the commit mutex).  If only writing or syncing fails, the
  * commit stands and the error is returned.  A transaction that wrote
  * nothing ends as an abort does, under the shared latch: readers' commits
  * do not serialize (the periodic checkpoint waits for a writer's, a
@@ -1004,6 +1094,7 @@ int bt_txn_commit(eng_txn *th, bool durable, md_error *err)
     bt_txn *x = (bt_txn *)th;
     bt_engine *e = (bt_engine *)th->engine;
     bool want = false, appended = false, later = durable && e->log.interval_ms > 0;
+    bool excl = structural(e, x);
     uint64_t lsn;
     if (!x->nm && !x->n && !x->lg.n && !ckpt_pending(e)) {
         txn_end_shared(e, x);
@@ -1016,24 +1107,48 @@ int bt_txn_commit(eng_txn *th, bool durable, md_error *err)
     bt_buf rec = {0};
     if (e->log.on && x->lg.n && !x->lg.oom)
         (void)bt_log_prepare(x->lg.p, x->lg.n, true, &rec);
-    bt_latch_excl(e);
+    if (excl) {
+        bt_latch_excl(e);
+    } else {
+        bt_latch_shared(e);
+        if (pthread_mutex_trylock(&e->commit_mu) != 0) {
+            int64_t t0 = eng_now_us();
+            pthread_mutex_lock(&e->commit_mu);
+            ADD(e->st.cm_us, eng_now_us() - t0);
+        }
+        ADD(e->st.cm_n, 1);
+    }
     int rc = e->crashed ? 0
                         : bt_log_commit(e, &x->lg, &rec, durable && !later, &appended, &want,
                                         err);
     bt_buf_free(&rec);
     if (rc && !appended) {
+        if (!excl)
+            pthread_mutex_unlock(&e->commit_mu);
         bt_unlatch(e);
         bt_txn_abort(th);
         return rc;
     }
-    stamp_locked(e, x);
-    fold_touched(e, x, txn_unlink(e, x));
-    __atomic_store_n(&e->idle_reads, 0, __ATOMIC_RELAXED);
+    stamp(e, x);
+    if (!excl) {
+        pthread_mutex_unlock(&e->commit_mu);
+        bool due = fold_due(x) || (!e->crashed && bt_commit_due(e, want));
+        txn_unlink(e, x);
+        bt_unlatch(e);
+        if (!due)
+            goto done;
+        bt_latch_excl(e); /* a fold, a checkpoint or eviction is due */
+    } else {
+        txn_unlink(e, x);
+    }
+    fold_touched(e, x, oldest_snapshot(e), !excl);
     if (x->n)
         structural_end(e, x, false);
     if (!e->crashed)
         bt_commit_checkpoint(e, want);
     bt_unlatch(e);
+done:
+    __atomic_store_n(&e->idle_reads, 0, __ATOMIC_RELAXED);
     if (rc == 0 && later && appended && !e->crashed)
         rc = bt_log_ckpt_begin(e, &lsn, err); /* write and fsync the log */
     ADD(e->st.commits, 1);
@@ -1113,6 +1228,8 @@ void bt_txn_status(bt_engine *e, bson_t *status)
     BSON_APPEND_INT64(&latch, "exclusiveAcquired", LOAD(e->st.ex_n));
     BSON_APPEND_INT64(&latch, "exclusiveWaitMicros", LOAD(e->st.ex_us));
     BSON_APPEND_INT64(&latch, "readersHeldBack", LOAD(e->st.gated));
+    BSON_APPEND_INT64(&latch, "commitAcquired", LOAD(e->st.cm_n));
+    BSON_APPEND_INT64(&latch, "commitWaitMicros", LOAD(e->st.cm_us));
     bson_append_document_end(&sub, &latch);
     bson_append_document_end(status, &sub);
 }

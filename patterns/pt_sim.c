@@ -362,7 +362,8 @@ int pt_counters_sample(md_db *db, pt_counters *c, md_error *err)
         c->write_conflicts = get_num(&reply, "metrics.operation.writeConflicts");
         c->moves = get_num(&reply, "metrics.record.moves");
         c->latch_wait_us = get_num(&reply, "btree.transaction.latch.sharedWaitMicros") +
-                           get_num(&reply, "btree.transaction.latch.exclusiveWaitMicros");
+                           get_num(&reply, "btree.transaction.latch.exclusiveWaitMicros") +
+                           get_num(&reply, "btree.transaction.latch.commitWaitMicros");
         if (bson_iter_init(&it, &reply) &&
             bson_iter_find_descendant(&it, "storageEngine.name", &name) &&
             BSON_ITER_HOLDS_UTF8(&name))

@@ -143,7 +143,8 @@ typedef struct pt_counters {
     int64_t lock_wait_us;     /* ... timeAcquiringMicros */
     int64_t write_conflicts;  /* metrics.operation.writeConflicts */
     int64_t latch_wait_us;    /* btree: its engine latch's shared + exclusive wait
-                                 (btree.transaction.latch *WaitMicros, all threads) */
+                                 and its commit mutex's (btree.transaction.latch
+                                 *WaitMicros, all threads) */
     int64_t moves;            /* metrics.record.moves */
     int64_t inserts, updates, in_place, bytes_written; /* collStats.<engine> sums */
     int64_t cpu_us;           /* the process's user + system CPU time (getrusage) */

@@ -11,6 +11,7 @@
  */
 #include <pthread.h>
 
+#include "bt_int.h"
 #include "test_bt_util.h"
 
 TestSuite(bt_mvcc, .init = bt_fx_init, .fini = bt_fx_fini, .timeout = 60);
@@ -371,6 +372,59 @@ Test(bt_mvcc, abort_leaves_no_trace)
     cr_assert_eq(after.n_updates, before.n_updates);
     cr_assert_eq(bt_txn_stat("chains"), chains);
     cr_assert_geq(bt_txn_stat("aborts"), 1);
+    teardown();
+}
+
+/* ---- commits under the shared latch -------------------------------------------------- */
+
+/* v of R1 read outside a transaction by a thread that holds the latch. */
+static int held_val(bt_engine *e)
+{
+    bt_buf b = {0};
+    bson_t view;
+    bson_iter_t it;
+    md_error err;
+    int v = -1;
+    if (bt_lookup(e, NULL, BT_TREE(RS), NULL, 0, R1, &b, &err) == 0 &&
+        bson_init_static(&view, b.p, b.n) && bson_iter_init_find(&it, &view, "v"))
+        v = bson_iter_int32(&it);
+    bt_buf_free(&b);
+    return v;
+}
+
+static void *held_a(void *arg)
+{
+    bt_engine *e = (bt_engine *)BE;
+    bt_latch_shared(e);
+    CHECK(held_val(e) == 1, "before: %d", held_val(e));
+    STEP(); /* B commits v = 10 while A holds the latch shared */
+    STEP();
+    CHECK(held_val(e) == 1, "a commit published during this hold is visible: %d",
+          held_val(e));
+    bt_unlatch(e);
+    CHECK(val_of(R1) == 10, "the next hold sees it: %d", val_of(R1));
+    return NULL;
+}
+
+static void *held_b(void *arg)
+{
+    eng_txn *t;
+    STEP();
+    CHECK_RC(eng_txn_begin(BE, &t), 0);
+    CHECK_RC(put(t, R1, 10), 0);
+    CHECK_RC(eng_txn_commit(t, false, NULL), 0); /* would wait forever if exclusive */
+    STEP();
+    return NULL;
+}
+
+/* A commit takes the engine latch shared (with the commit mutex), so it
+ * completes while another thread holds the latch; that thread's reads
+ * outside a transaction keep the commits published when it took the latch,
+ * as when no commit could happen under a shared hold. */
+Test(bt_mvcc, commit_runs_beside_a_shared_hold_which_does_not_see_it)
+{
+    setup();
+    run2(held_a, held_b);
     teardown();
 }
 

@@ -487,6 +487,8 @@ Test(runner_sim, counters_read_the_btree_engine_latch)
             want += bson_iter_as_int64(&it);
             cr_assert(ptt_find(ss, "btree.transaction.latch.exclusiveWaitMicros", &it));
             want += bson_iter_as_int64(&it);
+            cr_assert(ptt_find(ss, "btree.transaction.latch.commitWaitMicros", &it));
+            want += bson_iter_as_int64(&it);
         }
         cr_assert_eq(has, strcmp(t.engine, "btree") == 0, "[%s] the latch is btree's",
                      t.engine);
