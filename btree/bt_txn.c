@@ -178,6 +178,15 @@ void bt_latch_excl(bt_engine *e)
     ADD(e->st.ex_n, 1);
 }
 
+/* The exclusive latch if no one holds the latch now; false otherwise. */
+static bool latch_try_excl(bt_engine *e)
+{
+    if (pthread_rwlock_trywrlock(&e->latch) != 0)
+        return false;
+    ADD(e->st.ex_n, 1);
+    return true;
+}
+
 void bt_unlatch(bt_engine *e)
 {
     hold.eid = 0;
@@ -564,17 +573,21 @@ int bt_fold_all(bt_engine *e, md_error *err)
 /* Reads call this before their shared latch.  When versions wait to be
  * folded and BT_FOLD_IDLE reads came without a commit in between, one
  * reader (the evicting flag keeps it to one) folds them, so that a
- * read-mostly workload reads the base alone again. */
+ * read-mostly workload reads the base alone again -- if it can have the
+ * latch at once: a reader never waits for others to fold (many readers
+ * scanning while commits come, as a queue's backlog scans, would else
+ * fold after every few reads and keep closing the gate on everyone). */
 void bt_fold_idle(bt_engine *e)
 {
     if (!LOAD(e->unfolded) || ADD(e->idle_reads, 1) < BT_FOLD_IDLE ||
         __atomic_exchange_n(&e->evicting, true, __ATOMIC_ACQUIRE))
         return;
-    bt_latch_excl(e);
-    if (!e->crashed)
-        (void)bt_fold_all(e, NULL); /* a failed put stays pending; checkpoint reports it */
-    __atomic_store_n(&e->idle_reads, 0, __ATOMIC_RELAXED);
-    bt_unlatch(e);
+    if (latch_try_excl(e)) {
+        if (!e->crashed)
+            (void)bt_fold_all(e, NULL); /* a failed put stays pending; checkpoint reports it */
+        __atomic_store_n(&e->idle_reads, 0, __ATOMIC_RELAXED);
+        bt_unlatch(e);
+    }
     __atomic_store_n(&e->evicting, false, __ATOMIC_RELEASE);
 }
 
@@ -994,12 +1007,14 @@ static void stamp(bt_engine *e, bt_txn *x)
     pthread_mutex_unlock(&e->txn_mu);
 }
 
-/* Has a tree x wrote reached its fold bound (fold_touched's test)? */
-static bool fold_due(const bt_txn *x)
+/* Has a tree x wrote reached its fold bound (fold_touched's test), or
+ * (overdue) BT_FOLD_OVERDUE times it? */
+#define BT_FOLD_OVERDUE 4
+static bool fold_due(const bt_txn *x, bool overdue)
 {
     for (size_t i = 0; i < x->nm; i++) {
         bt_tree *t = x->m[i].t;
-        if (bt_ov_count(t) >= t->ov.fold_at)
+        if (bt_ov_count(t) >= t->ov.fold_at * (overdue ? BT_FOLD_OVERDUE : 1))
             return true;
     }
     return false;
@@ -1132,12 +1147,16 @@ int bt_txn_commit(eng_txn *th, bool durable, md_error *err)
     stamp(e, x);
     if (!excl) {
         pthread_mutex_unlock(&e->commit_mu);
-        bool due = fold_due(x) || (!e->crashed && bt_commit_due(e, want));
+        bool ckpt = !e->crashed && bt_commit_due(e, want);
+        bool fold = fold_due(x, false), must = ckpt || fold_due(x, true);
         txn_unlink(e, x);
         bt_unlatch(e);
-        if (!due)
+        /* A fold that is due but not overdue waits for no reader: if the
+         * latch is busy, a later commit (or an idle reader) folds. */
+        if (must)
+            bt_latch_excl(e); /* a checkpoint, eviction or overdue fold */
+        else if (!fold || !latch_try_excl(e))
             goto done;
-        bt_latch_excl(e); /* a fold, a checkpoint or eviction is due */
     } else {
         txn_unlink(e, x);
     }
