@@ -24,13 +24,14 @@
  * mmapv1 (a collection lock, as MongoDB 3.0) the FIFO readers queue behind
  * the publishers; on btree (document locks) they do not.
  *
- * The scenario "queue_fifo" is the simulator's queue_fifo_simulation.js:
- * publish_to_queues users insert one job each (priority round(10 *
- * random()), payload {} -- the simulator's workObject), fetch_from_queue_by_
- * fifo users take the next job FIFO and mark it done, both timed as one.
- * The check: every published job is in the collection exactly once, and
- * either still queued (startTime null) or taken by exactly one fetcher (and
- * finished by it).
+ * The scenario "queue_fifo" is the simulator's queue_fifo_simulation.js,
+ * with the simulator's own Queue class (its differences from the chapter's
+ * code are listed above the scenario below): publish_to_queues users
+ * insert one job each (priority round(10 * random()), payload {} -- the
+ * simulator's workObject), fetch_from_queue_by_fifo users take the next job
+ * FIFO and "finish" it, both timed as one.  The check: every published job
+ * is in the collection exactly once, and either still queued or taken by
+ * exactly one fetcher.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -166,6 +167,114 @@ int pt_queue_finish(md_db *db, const bson_value_t *id, md_error *err)
 
 /* ---- the scenario: queue_fifo_simulation.js ------------------------------- */
 
+/*
+ * The simulator's Queue (lib/common/schemas/queue/queue.js as of the
+ * book's runs, March 2015) is not the chapter's code, and the book's table
+ * is the simulator's:
+ *
+ *   indexes   createOptimalIndexes: {startTime: 1}, {createdOn: 1},
+ *             {priority: -1, createdOn: 1}, {jobId: 1}.  None holds both
+ *             startTime and createdOn, so a FIFO fetch either sorts every
+ *             waiting job or walks createdOn past every job already taken:
+ *             work that grows as the run goes on, done inside the
+ *             findAndModify -- on mmapv1 under the collection's write lock.
+ *   publish   insert({startTime: Date(0), endTime: Date(0), jobId:
+ *             ObjectId("000000000000"), createdOn: new Date(), priority,
+ *             payload: {}}): Date(0) instead of null "so documents cannot
+ *             grow"; every job has the same jobId.
+ *   fetch     findOneAndUpdate({startTime: Date(0)}, {$set: {startTime: new
+ *             Date()}}, {sort: {createdOn: 1}}), returning the job as it was.
+ *   done      updateOne({jobId: <the fetched job>}, {$set: {endTime: new
+ *             Date()}}): Work was handed the whole document as its jobId, so
+ *             the update matches nothing (its error went unread); it is
+ *             timed with the fetch, as there.
+ *
+ * An empty queue made the simulator's fetch fail and log no time; here it
+ * is counted (pt_queue_empty_fetches) and timed, which can only happen
+ * before the first publish.
+ */
+#define SIM_JOB_ID "000000000000"
+
+static int sim_create_indexes(md_db *db, md_error *err)
+{
+    bson_t *keys[4] = {
+        BCON_NEW("startTime", BCON_INT32(1)),
+        BCON_NEW("createdOn", BCON_INT32(1)),
+        BCON_NEW("priority", BCON_INT32(-1), "createdOn", BCON_INT32(1)),
+        BCON_NEW("jobId", BCON_INT32(1)),
+    };
+    int rc = 0;
+    for (int i = 0; i < 4; i++) {
+        if (!rc)
+            rc = pt_ensure_index(db, QUEUE_COLL, keys[i], NULL, err);
+        bson_destroy(keys[i]);
+    }
+    return rc;
+}
+
+static int sim_publish(md_db *db, int32_t priority, bson_oid_t *id_out, md_error *err)
+{
+    bson_oid_t job_id;
+    bson_oid_init_from_data(&job_id, (const uint8_t *)SIM_JOB_ID);
+    bson_oid_init(id_out, NULL);
+    bson_t *cmd = BCON_NEW("insert", BCON_UTF8(QUEUE_COLL), "documents", "[", "{", "_id",
+                           BCON_OID(id_out), "startTime", BCON_DATE_TIME(0), "endTime",
+                           BCON_DATE_TIME(0), "jobId", BCON_OID(&job_id), "createdOn",
+                           BCON_DATE_TIME(pt_now_ms()), "priority", BCON_INT32(priority),
+                           "payload", "{", "}", "}", "]");
+    bson_t reply;
+    bson_iter_t it;
+    int rc = md_db_command(db, cmd, &reply, err);
+    if (!rc && bson_iter_init_find(&it, &reply, "writeErrors"))
+        rc = md_error_set(err, MD_ERROR, MD_CODE_INTERNAL_ERROR, "insert into %s failed",
+                          QUEUE_COLL);
+    bson_destroy(&reply);
+    bson_destroy(cmd);
+    return rc;
+}
+
+/* fetchFIFO, then done(); *id gets the job's _id.  MD_NOTFOUND: empty. */
+static int sim_fetch_and_done(md_db *db, bson_oid_t *id, md_error *err)
+{
+    bson_t *cmd = BCON_NEW("findAndModify", BCON_UTF8(QUEUE_COLL), "query", "{", "startTime",
+                           BCON_DATE_TIME(0), "}", "sort", "{", "createdOn", BCON_INT32(1), "}",
+                           "update", "{", "$set", "{", "startTime",
+                           BCON_DATE_TIME(pt_now_ms()), "}", "}");
+    bson_t reply, job;
+    bson_iter_t it;
+    int rc = md_db_command(db, cmd, &reply, err);
+    bson_destroy(cmd);
+    if (!rc && (!bson_iter_init_find(&it, &reply, "value") || !BSON_ITER_HOLDS_DOCUMENT(&it)))
+        rc = MD_NOTFOUND;
+    if (!rc) {
+        const uint8_t *data;
+        uint32_t len;
+        bson_iter_t id_it;
+        bson_iter_document(&it, &len, &data);
+        if (!bson_init_static(&job, data, len) || !bson_iter_init_find(&id_it, &job, "_id") ||
+            !BSON_ITER_HOLDS_OID(&id_it))
+            rc = md_error_set(err, MD_ERROR, MD_CODE_INTERNAL_ERROR,
+                              "fetched job has no ObjectId");
+        else
+            bson_oid_copy(bson_iter_oid(&id_it), id);
+    }
+    if (!rc) {
+        /* done(): {jobId: <the job>} matches no job */
+        bson_t *upd = BCON_NEW("update", BCON_UTF8(QUEUE_COLL), "updates", "[", "{", "q", "{",
+                               "jobId", BCON_DOCUMENT(&job), "}", "u", "{", "$set", "{",
+                               "endTime", BCON_DATE_TIME(pt_now_ms()), "}", "}", "}", "]");
+        bson_t r2;
+        rc = md_db_command(db, upd, &r2, err);
+        if (!rc && bson_iter_init_find(&it, &r2, "writeErrors"))
+            rc = md_error_set(err, MD_ERROR, MD_CODE_INTERNAL_ERROR, "update of %s failed",
+                              QUEUE_COLL);
+        bson_destroy(&r2);
+        bson_destroy(upd);
+    }
+    bson_destroy(&reply);
+    return rc;
+}
+
 /* The ids published and fetched during a run, for the check. */
 typedef struct queue_state {
     pthread_mutex_t lock;
@@ -193,7 +302,7 @@ static int oid_push(queue_state *s, bson_oid_t **arr, size_t *n, size_t *cap,
     return rc;
 }
 
-/* setup: the simulator drops the database and creates the indexes; the
+/* setup: the simulator drops the database and creates its indexes; the
  * queue starts empty (pt_setup_args.quick changes nothing: the scale of
  * this scenario is the number of users). */
 static int queue_setup(md_db *db, const pt_setup_args *a, void **state, md_error *err)
@@ -202,9 +311,7 @@ static int queue_setup(md_db *db, const pt_setup_args *a, void **state, md_error
     *state = NULL;
     int rc = pt_drop_if_exists(db, QUEUE_COLL, err);
     if (!rc)
-        rc = pt_drop_if_exists(db, EXPIRE_COLL, err);
-    if (!rc)
-        rc = pt_queue_create_indexes(db, err);
+        rc = sim_create_indexes(db, err);
     if (rc)
         return rc;
     queue_state *s = calloc(1, sizeof *s);
@@ -233,39 +340,24 @@ static int queue_run_publish(pt_user *u, md_error *err)
     queue_state *s = u->state;
     bson_oid_t oid;
     int32_t priority = (int32_t)pt_rand_below(u, 11);
-    int rc = pt_queue_publish(u->db, priority, NULL, &oid, err);
+    int rc = sim_publish(u->db, priority, &oid, err);
     if (!rc)
         rc = oid_push(s, &s->published, &s->npub, &s->cap_pub, &oid, err);
     return rc;
 }
 
-/* fetch_from_queue_by_fifo: take the next job and mark it done.  An empty
- * queue is counted (the simulator reported it as an error and logged no
- * time); it is not a failure of the pattern. */
+/* fetch_from_queue_by_fifo: take the next job and "finish" it. */
 static int queue_run_fetch(pt_user *u, md_error *err)
 {
     queue_state *s = u->state;
-    bson_t job;
-    bson_iter_t it;
-    int rc = pt_queue_fetch_fifo(u->db, &job, err);
+    bson_oid_t oid;
+    int rc = sim_fetch_and_done(u->db, &oid, err);
     if (rc == MD_NOTFOUND) {
         atomic_fetch_add(&s->empty_fetches, 1);
-        bson_destroy(&job);
         return 0;
     }
-    if (!rc && (!bson_iter_init_find(&it, &job, "_id") || !BSON_ITER_HOLDS_OID(&it)))
-        rc = md_error_set(err, MD_ERROR, MD_CODE_INTERNAL_ERROR, "fetched job has no ObjectId");
-    if (!rc) {
-        bson_oid_t oid;
-        bson_oid_copy(bson_iter_oid(&it), &oid);
-        rc = pt_queue_finish(u->db, bson_iter_value(&it), err);
-        if (rc == MD_NOTFOUND)
-            rc = md_error_set(err, MD_ERROR, MD_CODE_INTERNAL_ERROR,
-                              "the job just fetched is gone");
-        if (!rc)
-            rc = oid_push(s, &s->fetched, &s->nfetched, &s->cap_fetched, &oid, err);
-    }
-    bson_destroy(&job);
+    if (!rc)
+        rc = oid_push(s, &s->fetched, &s->nfetched, &s->cap_fetched, &oid, err);
     return rc;
 }
 
@@ -274,8 +366,9 @@ static int oid_cmp(const void *a, const void *b)
     return bson_oid_compare(a, b);
 }
 
-/* One stored job against the run's record: published once, and fetched
- * (startTime and endTime dates) exactly when a fetcher took it. */
+/* One stored job against the run's record: published once, and started
+ * (startTime past Date(0)) exactly when a fetcher took it; its endTime is
+ * still Date(0), as the simulator's done() left it. */
 static int check_job(const queue_state *s, const bson_t *doc, bool *seen, md_error *err)
 {
     bson_iter_t it;
@@ -292,11 +385,17 @@ static int check_job(const queue_state *s, const bson_t *doc, bool *seen, md_err
         return md_error_set(err, MD_ERROR, MD_CODE_INTERNAL_ERROR, "job %s is stored twice", hex);
     seen[p - s->published] = true;
     bool fetched = bsearch(oid, s->fetched, s->nfetched, sizeof *oid, oid_cmp) != NULL;
-    bool started = bson_iter_init_find(&it, doc, "startTime") && BSON_ITER_HOLDS_DATE_TIME(&it);
-    bool ended = bson_iter_init_find(&it, doc, "endTime") && BSON_ITER_HOLDS_DATE_TIME(&it);
-    if (fetched && !(started && ended))
+    if (!bson_iter_init_find(&it, doc, "startTime") || !BSON_ITER_HOLDS_DATE_TIME(&it))
         return md_error_set(err, MD_ERROR, MD_CODE_INTERNAL_ERROR,
-                            "job %s was fetched but is not started and finished", hex);
+                            "job %s has no startTime date", hex);
+    bool started = bson_iter_date_time(&it) != 0;
+    if (!bson_iter_init_find(&it, doc, "endTime") || !BSON_ITER_HOLDS_DATE_TIME(&it) ||
+        bson_iter_date_time(&it) != 0)
+        return md_error_set(err, MD_ERROR, MD_CODE_INTERNAL_ERROR,
+                            "job %s's endTime changed: done() matched it", hex);
+    if (fetched && !started)
+        return md_error_set(err, MD_ERROR, MD_CODE_INTERNAL_ERROR,
+                            "job %s was fetched but is not started", hex);
     if (!fetched && started)
         return md_error_set(err, MD_ERROR, MD_CODE_INTERNAL_ERROR,
                             "job %s is started but no fetcher got it", hex);

@@ -259,8 +259,9 @@ Test(pt_queue, concurrent_fetchers_take_every_job_exactly_once)
         cr_assert_eq(pt_queue_jobs_fetched(state), 400, "[%s]", t.engine);
         cr_assert_eq(pt_queue_empty_fetches(state), 0, "[%s]", t.engine);
         cr_assert_eq(sc->check(t.db, state, &err), 0, "[%s] check: %s", t.engine, err.message);
-        cr_assert_eq(ptt_count(&t, "queue", "{\"startTime\": null}"), 0);
-        cr_assert_eq(ptt_count(&t, "queue", "{\"endTime\": {\"$gt\": {\"$date\": 0}}}"), 400);
+        cr_assert_eq(ptt_count(&t, "queue", "{\"startTime\": {\"$date\": 0}}"), 0);
+        /* the simulator's done() matched nothing: every endTime is Date(0) */
+        cr_assert_eq(ptt_count(&t, "queue", "{\"endTime\": {\"$date\": 0}}"), 400);
         /* the queue is empty now: fetchers count that and do not fail */
         n = ptt_run_op(t.db, state, &sc->ops[1], 4, 20, msg);
         cr_assert_eq(n, 0, "[%s] %s", t.engine, msg);
@@ -287,7 +288,44 @@ Test(pt_queue, scenario_publishers_and_fetchers_at_once)
         cr_assert_eq(fetched + pt_queue_empty_fetches(state), 300);
         cr_assert_eq(sc->check(t.db, state, &err), 0, "[%s] check: %s", t.engine, err.message);
         cr_assert_eq(ptt_count(&t, "queue", "{}"), 1000);
-        cr_assert_eq(ptt_count(&t, "queue", "{\"startTime\": null}"), 1000 - fetched);
+        cr_assert_eq(ptt_count(&t, "queue", "{\"startTime\": {\"$date\": 0}}"), 1000 - fetched);
+        pt_scenario_destroy(sc, state);
+    }
+}
+
+/* The scenario runs the simulator's Queue: its four single indexes (none
+ * with both startTime and createdOn), Date(0) for "not yet", one jobId
+ * for every job, and a done() that matches nothing. */
+Test(pt_queue, scenario_uses_the_simulators_queue)
+{
+    const pt_scenario *sc = queue_scenario();
+    ptt_db t;
+    PTT_FOR_EACH_ENGINE(t) {
+        md_error err;
+        void *state = NULL;
+        pt_setup_args a = {.users = 20, .quick = true};
+        cr_assert_eq(sc->setup(t.db, &a, &state, &err), 0, "%s", err.message);
+        bson_t *r = PTT_OK(&t, "{\"listIndexes\": \"queue\"}");
+        char *json = bson_as_relaxed_extended_json(r, NULL);
+        const char *names[] = {"startTime_1", "createdOn_1", "priority_-1_createdOn_1",
+                               "jobId_1"};
+        for (int i = 0; i < 4; i++)
+            cr_assert(strstr(json, names[i]) != NULL, "[%s] no %s in %s", t.engine, names[i],
+                      json);
+        cr_assert(strstr(json, "startTime_1_createdOn_1") == NULL, "[%s] %s", t.engine, json);
+        bson_free(json);
+        bson_destroy(r);
+        char msg[256];
+        cr_assert_eq(ptt_run_op(t.db, state, &sc->ops[0], 1, 10, msg), 0, "%s", msg);
+        cr_assert_eq(ptt_count(&t, "queue", "{\"startTime\": {\"$date\": 0}, \"jobId\": "
+                                           "{\"$oid\": \"303030303030303030303030\"}}"),
+                     10, "[%s] Date(0) and the one jobId", t.engine);
+        cr_assert_eq(ptt_run_op(t.db, state, &sc->ops[1], 1, 4, msg), 0, "%s", msg);
+        cr_assert_eq(pt_queue_jobs_fetched(state), 4);
+        cr_assert_eq(ptt_count(&t, "queue", "{\"startTime\": {\"$gt\": {\"$date\": 0}}}"), 4);
+        cr_assert_eq(ptt_count(&t, "queue", "{\"endTime\": {\"$date\": 0}}"), 10,
+                     "[%s] done() changed nothing", t.engine);
+        cr_assert_eq(sc->check(t.db, state, &err), 0, "[%s] %s", t.engine, err.message);
         pt_scenario_destroy(sc, state);
     }
 }
@@ -307,15 +345,15 @@ Test(pt_queue, check_notices_a_lost_or_stray_job)
         cr_assert_eq(sc->check(t.db, state, &err), 0, "%s", err.message);
         /* a job started behind the fetchers' backs */
         bson_destroy(PTT_OK(&t, "{\"update\": \"queue\", \"updates\": [{\"q\": {\"startTime\": "
-                                "null}, \"u\": {\"$set\": {\"startTime\": {\"$date\": 5}}}}]}"));
+                                "{\"$date\": 0}}, \"u\": {\"$set\": {\"startTime\": {\"$date\": 5}}}}]}"));
         cr_assert_neq(sc->check(t.db, state, &err), 0, "[%s] a stray start passed", t.engine);
         cr_assert(strstr(err.message, "no fetcher") != NULL, "%s", err.message);
         bson_destroy(PTT_OK(&t, "{\"update\": \"queue\", \"updates\": [{\"q\": {\"startTime\": "
-                                "{\"$date\": 5}}, \"u\": {\"$set\": {\"startTime\": null}}}]}"));
+                                "{\"$date\": 5}}, \"u\": {\"$set\": {\"startTime\": {\"$date\": 0}}}}]}"));
         cr_assert_eq(sc->check(t.db, state, &err), 0, "%s", err.message);
         /* a job lost */
         bson_destroy(PTT_OK(&t, "{\"delete\": \"queue\", \"deletes\": [{\"q\": {\"startTime\": "
-                                "null}, \"limit\": 1}]}"));
+                                "{\"$date\": 0}}, \"limit\": 1}]}"));
         cr_assert_neq(sc->check(t.db, state, &err), 0, "[%s] a lost job passed", t.engine);
         cr_assert(strstr(err.message, "lost") != NULL, "%s", err.message);
         pt_scenario_destroy(sc, state);
