@@ -574,15 +574,20 @@ int bt_fold_all(bt_engine *e, md_error *err)
  * folded and BT_FOLD_IDLE reads came without a commit in between, one
  * reader (the evicting flag keeps it to one) folds them, so that a
  * read-mostly workload reads the base alone again -- if it can have the
- * latch at once: a reader never waits for others to fold (many readers
- * scanning while commits come, as a queue's backlog scans, would else
- * fold after every few reads and keep closing the gate on everyone). */
+ * latch at once (many readers scanning while commits come, as a queue's
+ * backlog scans, would else fold after every few reads and keep closing
+ * the gate on everyone); after BT_FOLD_IDLE_WAIT times as many reads
+ * without a commit, it waits for the latch. */
+#define BT_FOLD_IDLE_WAIT 16
 void bt_fold_idle(bt_engine *e)
 {
-    if (!LOAD(e->unfolded) || ADD(e->idle_reads, 1) < BT_FOLD_IDLE ||
+    uint32_t n;
+    if (!LOAD(e->unfolded) || (n = ADD(e->idle_reads, 1)) < BT_FOLD_IDLE ||
         __atomic_exchange_n(&e->evicting, true, __ATOMIC_ACQUIRE))
         return;
-    if (latch_try_excl(e)) {
+    bool got = n >= BT_FOLD_IDLE * BT_FOLD_IDLE_WAIT ? (bt_latch_excl(e), true)
+                                                    : latch_try_excl(e);
+    if (got) {
         if (!e->crashed)
             (void)bt_fold_all(e, NULL); /* a failed put stays pending; checkpoint reports it */
         __atomic_store_n(&e->idle_reads, 0, __ATOMIC_RELAXED);
