@@ -122,6 +122,10 @@ typedef struct pt_scenario {
     const char *name;      /* --scenario NAME, e.g. "queue_fifo" */
     const char *title;     /* the book's table title */
     const char *script;    /* the simulator's scenario file, for the report */
+    /* Where the scenario follows the simulator rather than the chapter's
+     * code, or corrects the book's figures: one paragraph for the report
+     * (NULL: nothing to say). */
+    const char *note;
     int nops;
     pt_op ops[PT_MAX_OPS];
     /* Create the collections, indexes and seed documents (timed runs

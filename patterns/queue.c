@@ -463,6 +463,11 @@ static const pt_scenario queue_fifo = {
     .name = "queue_fifo",
     .title = "Queue Simulation",
     .script = "examples/simulations/queue_fifo_simulation.js",
+    .note = "With the simulator's own Queue class: four single-field indexes ({startTime}, "
+            "{createdOn}, {priority: -1, createdOn}, {jobId}; none holds both startTime and "
+            "createdOn, so each FIFO findAndModify reads the whole backlog), Date(0) for "
+            "\"not yet\", one jobId for every job, and a done() that matches nothing. The "
+            "chapter's compound indexes and operations are in the library and its tests.",
     .nops = 2,
     .ops = {
         {.name = "publish_to_queues",

@@ -406,6 +406,8 @@ static void md_scenario(FILE *f, const rn_run *run, const rn_scenario *s)
         fprintf(f, "Load: %s. ", s->scale_why);
     if (s->sc->script)
         fprintf(f, "Simulator scenario: `%s`.\n\n", s->sc->script);
+    if (s->sc->note)
+        fprintf(f, "%s\n\n", s->sc->note);
     fprintf(f, "| op | engine | | Runtime | Mean | Std Dev | 75%% | 95%% | 99%% | Min | Max |\n"
                "|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (int j = 0; j < s->sc->nops; j++)

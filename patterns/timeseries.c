@@ -299,6 +299,11 @@ static const pt_scenario ts_scenario = {
     .name = "timeseries",
     .title = "Timeseries Simulation",
     .script = "timeseries/exercise_time_series.js",
+    .note = "As the simulator's script ran it: 1000 minute series, not preallocated (the "
+            "documents grow with each new second), each view an upsert of {$inc: "
+            "{\"series.S\": 1}, $setOnInsert: {tag, timestamp, resolution}, $set: "
+            "{modifiedOn}}. The chapter's preallocated buckets are in the library "
+            "(pt_ts_preallocate_hour) and its tests.",
     .nops = 1,
     .ops = {{
         .name = "timeseries",
