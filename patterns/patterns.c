@@ -45,6 +45,31 @@ int pt_command_json(md_db *db, const char *json, md_error *err)
     return rc;
 }
 
+int pt_write(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err)
+{
+    bson_t r;
+    bson_iter_t it, code;
+    int rc = md_db_command(db, cmd, &r, err);
+    if (!rc && bson_iter_init_find(&it, &r, "writeErrors")) {
+        int c = bson_iter_init(&code, &r) &&
+                        bson_iter_find_descendant(&code, "writeErrors.0.code", &code) &&
+                        BSON_ITER_HOLDS_NUMBER(&code)
+                    ? (int)bson_iter_as_int64(&code)
+                    : MD_CODE_INTERNAL_ERROR;
+        const char *msg = bson_iter_init(&it, &r) &&
+                                  bson_iter_find_descendant(&it, "writeErrors.0.errmsg", &it) &&
+                                  BSON_ITER_HOLDS_UTF8(&it)
+                              ? bson_iter_utf8(&it, NULL)
+                              : "write error";
+        rc = md_error_set(err, MD_ERROR, c, "%s", msg);
+    }
+    if (!rc && reply)
+        bson_steal(reply, &r);
+    else
+        bson_destroy(&r);
+    return rc;
+}
+
 int pt_ensure_index(md_db *db, const char *coll, const bson_t *keys, const bson_t *opts,
                     md_error *err)
 {

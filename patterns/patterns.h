@@ -173,6 +173,10 @@ int64_t pt_now_ms(void);
 /* Run a command given as extended JSON; the reply is discarded. 0 or the
  * command's negative code with err filled. */
 int pt_command_json(md_db *db, const char *json, md_error *err);
+/* Run a write command (insert, update, delete; not consumed): 0, or its
+ * failure -- a write error is one, with its code and message.  On success
+ * *reply (NULL: not wanted) gets the reply; the caller destroys it. */
+int pt_write(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
 /* The shell's db.<coll>.ensureIndex(keys, opts): createIndexes with the
  * shell's default name ("startTime_1_createdOn_1") unless opts names it;
  * opts may be NULL. */

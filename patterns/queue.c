@@ -81,13 +81,7 @@ int pt_queue_publish(md_db *db, int32_t priority, const bson_t *payload, bson_oi
                            "createdOn", BCON_DATE_TIME(pt_now_ms()), "priority",
                            BCON_INT32(priority), "payload",
                            BCON_DOCUMENT(payload ? payload : &empty), "}", "]");
-    bson_t reply;
-    int rc = md_db_command(db, cmd, &reply, err);
-    bson_iter_t it;
-    if (!rc && bson_iter_init_find(&it, &reply, "writeErrors"))
-        rc = md_error_set(err, MD_ERROR, MD_CODE_INTERNAL_ERROR, "insert into %s failed",
-                          QUEUE_COLL);
-    bson_destroy(&reply);
+    int rc = pt_write(db, cmd, NULL, err);
     bson_destroy(cmd);
     if (!rc && id_out)
         bson_oid_copy(&oid, id_out);
@@ -154,13 +148,12 @@ int pt_queue_finish(md_db *db, const bson_value_t *id, md_error *err)
     bson_append_document_end(&updates, &u0);
     bson_append_array_end(&cmd, &updates);
     bson_iter_t it;
-    int rc = md_db_command(db, &cmd, &reply, err);
-    if (!rc && bson_iter_init_find(&it, &reply, "writeErrors"))
-        rc = md_error_set(err, MD_ERROR, MD_CODE_INTERNAL_ERROR, "update of %s failed",
-                          QUEUE_COLL);
-    else if (!rc && (!bson_iter_init_find(&it, &reply, "n") || bson_iter_as_int64(&it) != 1))
-        rc = MD_NOTFOUND;
-    bson_destroy(&reply);
+    int rc = pt_write(db, &cmd, &reply, err);
+    if (!rc) {
+        if (!bson_iter_init_find(&it, &reply, "n") || bson_iter_as_int64(&it) != 1)
+            rc = MD_NOTFOUND;
+        bson_destroy(&reply);
+    }
     bson_destroy(&cmd);
     return rc;
 }
@@ -222,13 +215,7 @@ static int sim_publish(md_db *db, int32_t priority, bson_oid_t *id_out, md_error
                            BCON_DATE_TIME(0), "jobId", BCON_OID(&job_id), "createdOn",
                            BCON_DATE_TIME(pt_now_ms()), "priority", BCON_INT32(priority),
                            "payload", "{", "}", "}", "]");
-    bson_t reply;
-    bson_iter_t it;
-    int rc = md_db_command(db, cmd, &reply, err);
-    if (!rc && bson_iter_init_find(&it, &reply, "writeErrors"))
-        rc = md_error_set(err, MD_ERROR, MD_CODE_INTERNAL_ERROR, "insert into %s failed",
-                          QUEUE_COLL);
-    bson_destroy(&reply);
+    int rc = pt_write(db, cmd, NULL, err);
     bson_destroy(cmd);
     return rc;
 }
@@ -263,12 +250,7 @@ static int sim_fetch_and_done(md_db *db, bson_oid_t *id, md_error *err)
         bson_t *upd = BCON_NEW("update", BCON_UTF8(QUEUE_COLL), "updates", "[", "{", "q", "{",
                                "jobId", BCON_DOCUMENT(&job), "}", "u", "{", "$set", "{",
                                "endTime", BCON_DATE_TIME(pt_now_ms()), "}", "}", "}", "]");
-        bson_t r2;
-        rc = md_db_command(db, upd, &r2, err);
-        if (!rc && bson_iter_init_find(&it, &r2, "writeErrors"))
-            rc = md_error_set(err, MD_ERROR, MD_CODE_INTERNAL_ERROR, "update of %s failed",
-                              QUEUE_COLL);
-        bson_destroy(&r2);
+        rc = pt_write(db, upd, NULL, err);
         bson_destroy(upd);
     }
     bson_destroy(&reply);

@@ -67,39 +67,45 @@ int pt_ts_preallocate_hour(md_db *db, const char *page, int64_t hour_ms, md_erro
     return rc;
 }
 
+/* updateOne(q, u, {upsert: true}) into *changed: documents modified plus
+ * upserted (the simulator treats "neither" as a failure). */
+static int upsert_one(md_db *db, const bson_t *q, const bson_t *u, int64_t *changed,
+                      md_error *err)
+{
+    bson_t reply;
+    bson_iter_t it;
+    md_collection *c = md_db_get_collection(db, TS_COLL);
+    bson_t *opts = BCON_NEW("upsert", BCON_BOOL(true));
+    int rc = md_collection_update_one(c, q, u, opts, &reply, err);
+    *changed = 0;
+    if (rc == 0 && bson_iter_init_find(&it, &reply, "modifiedCount"))
+        *changed += bson_iter_as_int64(&it);
+    if (rc == 0 && bson_iter_init_find(&it, &reply, "upsertedCount"))
+        *changed += bson_iter_as_int64(&it);
+    bson_destroy(&reply);
+    bson_destroy(opts);
+    md_collection_destroy(c);
+    return rc;
+}
+
 int pt_ts_record_view(md_db *db, const char *page, int64_t minute_ms, int second,
                       md_error *err)
 {
     char path[16];
-    bson_t reply;
-    int rc;
+    int64_t n;
     if (second < 0 || second > 59)
         return md_error_set(err, MD_EINVAL, MD_CODE_BAD_VALUE, "second %d not in 0..59",
                             second);
     snprintf(path, sizeof path, "seconds.%d", second);
-    md_collection *c = md_db_get_collection(db, TS_COLL);
     bson_t *q = BCON_NEW("page", BCON_UTF8(page), "timestamp", BCON_DATE_TIME(minute_ms));
     bson_t *u = BCON_NEW("$inc", "{", path, BCON_INT32(1), "}");
-    bson_t *opts = BCON_NEW("upsert", BCON_BOOL(true));
-    rc = md_collection_update_one(c, q, u, opts, &reply, err);
-    /* The simulator treats "neither modified nor upserted" as a failure. */
-    if (rc == 0) {
-        bson_iter_t it;
-        int64_t mod = 0, ups = 0;
-        if (bson_iter_init_find(&it, &reply, "modifiedCount"))
-            mod = bson_iter_as_int64(&it);
-        if (bson_iter_init_find(&it, &reply, "upsertedCount"))
-            ups = bson_iter_as_int64(&it);
-        if (mod + ups != 1)
-            rc = md_error_set(err, MD_ERROR, MD_CODE_INTERNAL_ERROR,
-                              "view of %s at second %d changed %lld documents", page, second,
-                              (long long)(mod + ups));
-    }
-    bson_destroy(&reply);
-    bson_destroy(opts);
+    int rc = upsert_one(db, q, u, &n, err);
+    if (rc == 0 && n != 1)
+        rc = md_error_set(err, MD_ERROR, MD_CODE_INTERNAL_ERROR,
+                          "view of %s at second %d changed %lld documents", page, second,
+                          (long long)n);
     bson_destroy(u);
     bson_destroy(q);
-    md_collection_destroy(c);
     return rc;
 }
 
@@ -182,37 +188,23 @@ static int ts_setup(md_db *db, const pt_setup_args *a, void **state, md_error *e
 static int ts_inc(md_db *db, int i, int second, md_error *err)
 {
     char tag[32], path[16];
-    bson_t reply;
-    int64_t minute = TS_START_MS + (int64_t)i * TS_MINUTE_MS;
+    int64_t n, minute = TS_START_MS + (int64_t)i * TS_MINUTE_MS;
     snprintf(tag, sizeof tag, "device.%d", i);
     snprintf(path, sizeof path, "series.%d", second);
-    md_collection *c = md_db_get_collection(db, TS_COLL);
     bson_t *q = BCON_NEW("_id", BCON_INT32(i), "tag", BCON_UTF8(tag), "timestamp",
                          BCON_DATE_TIME(minute));
     bson_t *u = BCON_NEW("$inc", "{", path, BCON_INT32(1), "}", "$setOnInsert", "{", "tag",
                          BCON_UTF8(tag), "timestamp", BCON_DATE_TIME(minute), "resolution",
                          BCON_UTF8("minute"), "}", "$set", "{", "modifiedOn",
                          BCON_DATE_TIME(pt_now_ms()), "}");
-    bson_t *opts = BCON_NEW("upsert", BCON_BOOL(true));
-    int rc = md_collection_update_one(c, q, u, opts, &reply, err);
-    if (rc == 0) {
-        bson_iter_t it;
-        int64_t mod = 0, ups = 0;
-        if (bson_iter_init_find(&it, &reply, "modifiedCount"))
-            mod = bson_iter_as_int64(&it);
-        if (bson_iter_init_find(&it, &reply, "upsertedCount"))
-            ups = bson_iter_as_int64(&it);
-        if (mod + ups != 1)
-            rc = md_error_set(err, MD_ERROR, MD_CODE_INTERNAL_ERROR,
-                              "could not correctly update or upsert the timeseries document "
-                              "with id %d",
-                              i);
-    }
-    bson_destroy(&reply);
-    bson_destroy(opts);
+    int rc = upsert_one(db, q, u, &n, err);
+    if (rc == 0 && n != 1)
+        rc = md_error_set(err, MD_ERROR, MD_CODE_INTERNAL_ERROR,
+                          "could not correctly update or upsert the timeseries document "
+                          "with id %d",
+                          i);
     bson_destroy(u);
     bson_destroy(q);
-    md_collection_destroy(c);
     return rc;
 }
 

@@ -62,15 +62,10 @@
 
 /* ---- operations ------------------------------------------------------------ */
 
+/* A write (pt_write); cmd is consumed. */
 static int run_command(md_db *db, bson_t *cmd, md_error *err)
 {
-    bson_t reply;
-    bson_iter_t it;
-    int rc = md_db_command(db, cmd, &reply, err);
-    if (!rc && bson_iter_init_find(&it, &reply, "writeErrors"))
-        rc = md_error_set(err, MD_ERROR, MD_CODE_INTERNAL_ERROR, "a write to %s failed",
-                          TOPICS_COLL);
-    bson_destroy(&reply);
+    int rc = pt_write(db, cmd, NULL, err);
     bson_destroy(cmd);
     return rc;
 }
