@@ -19,11 +19,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "eng.h"
 #include "minidoc.h"
 #include "patterns.h"
 #include "pt_errors.h"
+
+/* Sleep ms milliseconds. */
+static inline void ptt_sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
 
 typedef struct ptt_db {
     md_db *db;

@@ -10,12 +10,6 @@
 
 #include "pt_test_util.h"
 
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {0, ms * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 static bool is_date(const bson_t *doc, const char *field)
 {
     bson_iter_t it;
@@ -61,9 +55,9 @@ Test(pt_queue, operations_do_what_the_book_says)
         bson_oid_t a, b, c;
         cr_assert_eq(pt_queue_create_indexes(t.db, &err), 0, "%s", err.message);
         publish(&t, 1, &a);
-        sleep_ms(3);
+        ptt_sleep_ms(3);
         publish(&t, 5, &b);
-        sleep_ms(3);
+        ptt_sleep_ms(3);
         publish(&t, 3, &c);
 
         /* the stored job is the book's Ex 2 document */

@@ -428,8 +428,7 @@ Test(runner_sim, max_run_stops_starting_users)
 
 static int t_nap(pt_user *u, md_error *err)
 {
-    struct timespec ts = {0, 20 * 1000000L};
-    nanosleep(&ts, NULL);
+    ptt_sleep_ms(20);
     return 0;
 }
 
@@ -513,14 +512,11 @@ static int t_listen(pt_listener *l, md_error *err)
     t_listen_started_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
     t_listen_until_ns = l->until_ns;
     for (int i = 0; i < 4; i++) {
-        struct timespec ts = {0, 10 * 1000000L};
-        nanosleep(&ts, NULL);
+        ptt_sleep_ms(10);
         pt_listener_got(l);
     }
-    while (pt_listener_left_ms(l) > 0) {
-        struct timespec ts = {0, 1000000L};
-        nanosleep(&ts, NULL);
-    }
+    while (pt_listener_left_ms(l) > 0)
+        ptt_sleep_ms(1);
     return 0;
 }
 

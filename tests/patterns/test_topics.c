@@ -20,12 +20,6 @@ static int64_t mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 static double price_of(const bson_t *doc)
 {
     bson_iter_t it;
@@ -69,7 +63,7 @@ Test(pt_topics, subscriber_gets_newer_tickers_in_order)
         md_error err;
         cr_assert_eq(pt_topics_create(t.db, &err), 0, "%s", err.message);
         cr_assert_eq(pt_topics_publish(t.db, "OLD", 1.0, &err), 0, "%s", err.message);
-        sleep_ms(5);
+        ptt_sleep_ms(5);
         int64_t since = pt_now_ms();
         md_cursor *cur = pt_topics_subscribe(t.db, since, 50);
         const bson_t *doc;
@@ -138,7 +132,7 @@ static void *publisher(void *arg)
     pub_arg *p = arg;
     for (int i = 0; i < p->n; i++) {
         md_error err;
-        sleep_ms(2);
+        ptt_sleep_ms(2);
         cr_assert_eq(pt_topics_publish(p->db, "PIP", (double)i, &err), 0, "%s", err.message);
     }
     return NULL;
@@ -235,7 +229,7 @@ Test(pt_topics, scenario_publishers_and_listeners_at_once)
                                     .rec = &la[i].gaps};
             cr_assert_eq(pthread_create(&th[i], NULL, listener, &la[i]), 0);
         }
-        sleep_ms(50);
+        ptt_sleep_ms(50);
         char msg[256];
         cr_assert_eq(ptt_run_op(t.db, state, &sc->ops[0], 8, 3000, msg), 0, "[%s] %s", t.engine,
                      msg);
