@@ -1012,17 +1012,26 @@ static void stamp(bt_engine *e, bt_txn *x)
     pthread_mutex_unlock(&e->txn_mu);
 }
 
-/* Has a tree x wrote reached its fold bound (fold_touched's test), or
- * (overdue) BT_FOLD_OVERDUE times it? */
+/* How far past its fold bound (fold_touched's test) the fullest tree x
+ * wrote is: 0 not there, 1 due, 2 overdue (BT_FOLD_OVERDUE times it).  One
+ * pass over x's writes; consecutive writes to one tree count once. */
 #define BT_FOLD_OVERDUE 4
-static bool fold_due(const bt_txn *x, bool overdue)
+static int fold_due(const bt_txn *x)
 {
-    for (size_t i = 0; i < x->nm; i++) {
+    int due = 0;
+    const bt_tree *last = NULL;
+    for (size_t i = 0; i < x->nm && due < 2; i++) {
         bt_tree *t = x->m[i].t;
-        if (bt_ov_count(t) >= t->ov.fold_at * (overdue ? BT_FOLD_OVERDUE : 1))
-            return true;
+        if (t == last)
+            continue;
+        last = t;
+        size_t n = bt_ov_count(t);
+        if (n >= t->ov.fold_at * BT_FOLD_OVERDUE)
+            due = 2;
+        else if (n >= t->ov.fold_at)
+            due = 1;
     }
-    return false;
+    return due;
 }
 
 /* A create or drop, or a catalog write: committed under the exclusive
@@ -1152,8 +1161,8 @@ int bt_txn_commit(eng_txn *th, bool durable, md_error *err)
     stamp(e, x);
     if (!excl) {
         pthread_mutex_unlock(&e->commit_mu);
-        bool ckpt = !e->crashed && bt_commit_due(e, want);
-        bool fold = fold_due(x, false), must = ckpt || fold_due(x, true);
+        int fold = fold_due(x);
+        bool must = fold == 2 || (!e->crashed && bt_commit_due(e, want));
         txn_unlink(e, x);
         bt_unlatch(e);
         /* A fold that is due but not overdue waits for no reader: if the
