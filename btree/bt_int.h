@@ -287,7 +287,6 @@ struct bt_page {
                          reconciliation writes it, prefix compression
                          included), kept by bt_page_insert_at/remove_at */
     size_t mem;      /* bytes charged to the cache */
-    uint64_t read_gen; /* access clock (atomic: readers bump it under the shared latch) */
 };
 
 typedef struct bt_engine bt_engine;
@@ -334,10 +333,11 @@ typedef struct bt_chain {
 /* Overlays are folded into the base when they reach fold_at chains (at
  * least BT_FOLD_MIN; twice what the last fold left, so that chains a long
  * snapshot keeps do not make every commit fold), at checkpoint and
- * verify, and by a reader after BT_FOLD_IDLE reads without a commit. */
+ * verify, and by a reader after BT_FOLD_IDLE reads of its own with no commit. */
 #define BT_FOLD_MIN 16
 #define BT_FOLD_IDLE 64
 #define BT_SPARE 8
+#define BT_STRIPES 16
 
 /* A tree's overlay: (key, rid) -> chain, ordered as the tree.  Changed
  * under the shared latch and mu (writes, commits' stamps), or under the
@@ -547,7 +547,6 @@ struct bt_engine {
     size_t cache_max, cache_bytes, dirty_bytes; /* cache_bytes: atomic */
     uint64_t gen;        /* bumped on every change of the base (exclusive
                             latch); commits show in last_ts instead */
-    uint64_t read_gen;   /* access clock (atomic) */
     uint64_t next_file_id;
     int64_t checkpoints, evictions;
     double ckpt_interval; /* seconds */
@@ -569,9 +568,12 @@ struct bt_engine {
      * handle's mu are leaves. */
     uint64_t id;               /* unique per open, for the per-thread txn table */
     bool evicting;             /* a reader is evicting (atomic) */
+    char pad_latch0[64];       /* the latch, written by every read, on
+                                  lines of its own */
     pthread_rwlock_t latch;    /* shared: a read or write call; exclusive:
                                   commit's apply, eviction, checkpoint,
                                   structural ops.  Readers first; see gate */
+    char pad_latch1[64];
     int gate;                  /* writers that waited BT_GATE_US: new
                                   readers wait while > 0 (atomic; changed
                                   under gate_mu, waited on with gate_cv) */
@@ -591,11 +593,17 @@ struct bt_engine {
                                   are stamped */
     uint64_t next_txn;
     size_t unfolded;           /* chains pending in every overlay (atomic) */
-    uint32_t idle_reads;       /* reads since the last commit (atomic) */
     struct {                   /* statistics, atomic */
         int64_t begins, commits, aborts, conflicts, freed, folds, folded;
-        int64_t sh_n, sh_us, ex_n, ex_us, gated, cm_n, cm_us;
+        int64_t sh_us, ex_n, ex_us, gated, cm_n, cm_us;
     } st;
+    /* Shared latch acquisitions, counted in stripes on their own cache
+     * lines: every read takes the latch, and one counter written by
+     * every core cost each read a cache-line transfer. */
+    struct {
+        int64_t n;
+        char pad[56];
+    } sh_n[BT_STRIPES]; /* 64 bytes apart: never on one line */
 };
 
 /* A handle on a record or sorted store. */

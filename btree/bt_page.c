@@ -464,7 +464,6 @@ int bt_page_read(bt_tree *t, const bt_addr *a, bt_page **out, md_error *err)
         bt_page_free(t, p);
         return rc;
     }
-    p->read_gen = __atomic_add_fetch(&t->eng->read_gen, 1, __ATOMIC_RELAXED);
     *out = p;
     return 0;
 }

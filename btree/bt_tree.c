@@ -72,8 +72,6 @@ static int cached_page(bt_tree *t, const bt_addr *a, bt_page **slot, bt_page **o
         if (rc)
             return rc;
     }
-    __atomic_store_n(&p->read_gen, __atomic_add_fetch(&e->read_gen, 1, __ATOMIC_RELAXED),
-                     __ATOMIC_RELAXED);
     *out = p;
     return 0;
 }

@@ -29,7 +29,7 @@
  *              fold_at chains (BT_FOLD_MIN, or twice what the last fold
  *              kept), for the metadata tree and creates/drops at once, at
  *              every checkpoint, before verify and collStats' page counts,
- *              and by a reader after BT_FOLD_IDLE reads without a commit.
+ *              and by a reader after BT_FOLD_IDLE reads of its own with no commit.
  *
  * A snapshot is {read_ts = last_ts at begin, own id}.  A version is
  * visible to it when it is its own or committed at ts <= read_ts; a key
@@ -147,7 +147,11 @@ void bt_latch_shared(bt_engine *e)
         pthread_rwlock_rdlock(&e->latch);
         ADD(e->st.sh_us, eng_now_us() - t0);
     }
-    ADD(e->st.sh_n, 1);
+    static __thread unsigned stripe;
+    static unsigned stripes;
+    if (!stripe)
+        stripe = __atomic_add_fetch(&stripes, 1, __ATOMIC_RELAXED) % BT_STRIPES + 1;
+    ADD(e->sh_n[stripe - 1].n, 1);
     hold.eid = e->id;
     hold.rts = __atomic_load_n(&e->last_ts, __ATOMIC_ACQUIRE);
 }
@@ -571,26 +575,48 @@ int bt_fold_all(bt_engine *e, md_error *err)
 }
 
 /* Reads call this before their shared latch.  When versions wait to be
- * folded and BT_FOLD_IDLE reads came without a commit in between, one
- * reader (the evicting flag keeps it to one) folds them, so that a
- * read-mostly workload reads the base alone again -- if it can have the
- * latch at once (many readers scanning while commits come, as a queue's
- * backlog scans, would else fold after every few reads and keep closing
- * the gate on everyone); after BT_FOLD_IDLE_WAIT times as many reads
- * without a commit, it waits for the latch. */
-#define BT_FOLD_IDLE_WAIT 16
+ * folded and no commit has come for BT_FOLD_IDLE_MS, a reader folds
+ * them (the evicting flag keeps it to one thread), so that a read-mostly
+ * workload reads the base alone again -- if it can have the latch at
+ * once; after BT_FOLD_WAIT_MS without a commit it waits for it: the
+ * workload has gone read-only, and one wait buys every later read the
+ * base alone.  Counting reads instead of time made readers scanning a
+ * backlog between two commits (a queue's) fold every few hundred reads,
+ * each fold closing the latch on every other reader.  A thread looks at
+ * the engine and the clock once per BT_FOLD_IDLE reads of its own: a
+ * counter every reader wrote cost each read a cache-line transfer. */
+#define BT_FOLD_IDLE_MS 2.0
+#define BT_FOLD_WAIT_MS 20.0
 void bt_fold_idle(bt_engine *e)
 {
-    uint32_t n;
-    if (!LOAD(e->unfolded) || (n = ADD(e->idle_reads, 1)) < BT_FOLD_IDLE ||
+    static __thread struct {
+        uint64_t eid;
+        uint32_t reads;
+        int64_t commits; /* e->st.commits at the last look */
+        double since;    /* when a commit was last seen */
+    } idle;
+    if (idle.eid != e->id) {
+        idle.eid = e->id;
+        idle.reads = 0;
+        idle.commits = LOAD(e->st.commits);
+        idle.since = bt_now();
+    }
+    if (++idle.reads < BT_FOLD_IDLE)
+        return;
+    idle.reads = 0;
+    int64_t commits = LOAD(e->st.commits);
+    double now = bt_now(), ms = (now - idle.since) * 1000.0;
+    if (commits != idle.commits) {
+        idle.commits = commits;
+        idle.since = now;
+        return;
+    }
+    if (ms < BT_FOLD_IDLE_MS || !LOAD(e->unfolded) ||
         __atomic_exchange_n(&e->evicting, true, __ATOMIC_ACQUIRE))
         return;
-    bool got = n >= BT_FOLD_IDLE * BT_FOLD_IDLE_WAIT ? (bt_latch_excl(e), true)
-                                                    : latch_try_excl(e);
-    if (got) {
+    if (ms >= BT_FOLD_WAIT_MS ? (bt_latch_excl(e), true) : latch_try_excl(e)) {
         if (!e->crashed)
             (void)bt_fold_all(e, NULL); /* a failed put stays pending; checkpoint reports it */
-        __atomic_store_n(&e->idle_reads, 0, __ATOMIC_RELAXED);
         bt_unlatch(e);
     }
     __atomic_store_n(&e->evicting, false, __ATOMIC_RELEASE);
@@ -1181,7 +1207,6 @@ int bt_txn_commit(eng_txn *th, bool durable, md_error *err)
         bt_commit_checkpoint(e, want);
     bt_unlatch(e);
 done:
-    __atomic_store_n(&e->idle_reads, 0, __ATOMIC_RELAXED);
     if (rc == 0 && later && appended && !e->crashed)
         rc = bt_log_ckpt_begin(e, &lsn, err); /* write and fsync the log */
     ADD(e->st.commits, 1);
@@ -1256,7 +1281,10 @@ void bt_txn_status(bt_engine *e, bson_t *status)
     BSON_APPEND_INT64(&sub, "versionsFolded", LOAD(e->st.folded));
     BSON_APPEND_INT64(&sub, "versionsPending", (int64_t)LOAD(e->unfolded));
     BSON_APPEND_DOCUMENT_BEGIN(&sub, "latch", &latch);
-    BSON_APPEND_INT64(&latch, "sharedAcquired", LOAD(e->st.sh_n));
+    int64_t shared = 0;
+    for (int i = 0; i < BT_STRIPES; i++)
+        shared += LOAD(e->sh_n[i].n);
+    BSON_APPEND_INT64(&latch, "sharedAcquired", shared);
     BSON_APPEND_INT64(&latch, "sharedWaitMicros", LOAD(e->st.sh_us));
     BSON_APPEND_INT64(&latch, "exclusiveAcquired", LOAD(e->st.ex_n));
     BSON_APPEND_INT64(&latch, "exclusiveWaitMicros", LOAD(e->st.ex_us));

@@ -79,8 +79,8 @@ static eng_rid load(int n)
     return load_at(0, n);
 }
 
-/* A commit elsewhere (a store of its own): readers then start their count
- * towards an idle fold (BT_FOLD_IDLE, 64 reads) again. */
+/* A commit elsewhere (a store of its own): readers then start their wait
+ * for an idle fold (BT_FOLD_IDLE_MS without a commit) again. */
 static void touch(void)
 {
     eng_rs *o = bt_rs("test.other", NULL, false);
@@ -123,9 +123,9 @@ static void set(eng_rid rid, int n)
 }
 
 /* Every reader sees the records 0..n-1 (with v = i + add for those below
- * `upto`, v = i above) and their index keys, whether folded or not (n <=
- * 60: each kind of read makes fewer than an idle fold's reads, and a
- * commit between them starts the count again). */
+ * `upto`, v = i above) and their index keys, whether folded or not (a
+ * commit between each kind of read starts the wait for an idle fold
+ * again). */
 static void expect_all(eng_rid first, int n, int upto, int add)
 {
     for (int i = 0; i < n; i++)
@@ -237,14 +237,18 @@ Test(bt_fold, the_bound_folds_and_reads_stay_right)
     close_stores();
 }
 
-/* A read-mostly run: after BT_FOLD_IDLE reads without a commit a reader
- * folds, and reads go to the pages alone again. */
+/* A read-mostly run: once no commit has come for a while (BT_FOLD_IDLE_MS,
+ * looked at every BT_FOLD_IDLE reads) a reader folds, and reads go to the
+ * pages alone again; reads that come quickly after a commit do not fold. */
 Test(bt_fold, idle_readers_fold)
 {
     bt_open_with(NULL, 0);
     open_stores(true);
     eng_rid first = load(10);
     cr_assert_eq(bt_txn_stat("versionsPending"), 20);
+    for (int i = 0; i < 200; i++)
+        cr_assert_eq(get(first + i % 10), i % 10);
+    usleep(5000); /* past BT_FOLD_IDLE_MS with no commit */
     for (int i = 0; i < 200; i++)
         cr_assert_eq(get(first + i % 10), i % 10);
     cr_assert_eq(bt_txn_stat("versionsPending"), 0);
