@@ -64,7 +64,7 @@ static int tree_compact(bt_engine *e, bt_tree *t, md_error *err)
     if (rc)
         return rc;
     bt_tree_free_pages(t); /* all clean now; the copy reads from disk */
-    e->gen++;
+    bt_gen_bump(e);
     nt = *t;
     nt.root = NULL;
     nt.live_raw = nt.live_disk = 0;

@@ -460,6 +460,10 @@ int bt_apply_near(bt_tree *t, bt_pos *hint, const uint8_t *key, uint32_t klen, e
 int bt_reconcile_tree(bt_tree *t, md_error *err);
 void bt_tree_free_pages(bt_tree *t);
 int bt_evict(bt_engine *e, size_t target);
+/* A change of the base (under the exclusive latch): cursors re-find
+ * their place.  Stored atomically: a cursor's get compares it without
+ * the latch (ss_refresh). */
+#define bt_gen_bump(e) __atomic_store_n(&(e)->gen, (e)->gen + 1, __ATOMIC_RELEASE)
 
 /* ---- the engine (bt_engine.c, bt_ckpt.c) ---------------------------------- */
 

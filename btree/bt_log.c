@@ -809,7 +809,7 @@ static int replay(bt_engine *e, uint32_t *last, bool *changed, md_error *err)
         *last = from;
     *changed = records > 0 || torn || (n && !e->log.on);
     free(files);
-    e->gen++;
+    bt_gen_bump(e);
     return rc;
 }
 

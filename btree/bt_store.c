@@ -574,15 +574,16 @@ static int ss_find(bt_ss_cursor *c, const uint8_t *key, uint32_t klen, eng_rid r
 }
 
 /* Find the current entry again (or the next greater one) if anything
- * changed since it was read. */
+ * changed since it was read.  Whether anything did is read without the
+ * latch (the base's gen and last_ts are stored atomically), so the usual
+ * step -- next, then get -- takes the latch once, not twice. */
 static int ss_refresh(bt_ss_cursor *c)
 {
     bt_engine *e = BT_ENG(c->hdr.ss);
-    bt_latch_shared(e);
     bt_txn *x = bt_txn_mine(e);
-    bool same = c->gen == e->gen && c->cur.rts == bt_read_ts(e, x) &&
-                c->txn == (x ? x->id : 0) && c->wseq == (x ? x->wseq : 0);
-    bt_unlatch(e);
+    bool same = c->gen == __atomic_load_n(&e->gen, __ATOMIC_ACQUIRE) &&
+                c->cur.rts == bt_read_ts(e, x) && c->txn == (x ? x->id : 0) &&
+                c->wseq == (x ? x->wseq : 0);
     if (c->state != SS_AT || same)
         return 0;
     return ss_find(c, c->cur.key.p, (uint32_t)c->cur.key.n, c->cur.rid, true, true, false,

@@ -402,7 +402,7 @@ static int put_ent(bt_tree *t, bt_pos *pos, bool exact, bt_ent *en, int64_t *old
                    bool *taken, md_error *err)
 {
     *taken = false;
-    t->eng->gen++;
+    bt_gen_bump(t->eng);
     bt_page *leaf = pos->pg[pos->depth - 1];
     size_t s = pos->slot[pos->depth - 1];
     if (old)
@@ -606,7 +606,7 @@ int bt_del(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, int64_t *
         return rc;
     if (!exact)
         return MD_NOTFOUND;
-    t->eng->gen++;
+    bt_gen_bump(t->eng);
     int d = pos.depth - 1;
     bt_page *leaf = pos.pg[d];
     if (old)
@@ -688,7 +688,7 @@ static int evict_walk(bt_tree *t, bt_page *p, size_t target, bool dirty_ok, md_e
         bt_page_free(t, c);
         en->child = NULL;
         t->eng->evictions++;
-        t->eng->gen++;
+        bt_gen_bump(t->eng);
     }
     return 0;
 }

@@ -550,7 +550,7 @@ static int fold_tree(bt_engine *e, bt_tree *t, uint64_t oldest, md_error *err)
     ADD(e->st.folds, 1);
     ADD(e->st.folded, (int64_t)applied);
     if (applied)
-        e->gen++;
+        bt_gen_bump(e);
     return rc;
 }
 
@@ -578,15 +578,15 @@ int bt_fold_all(bt_engine *e, md_error *err)
  * folded and no commit has come for BT_FOLD_IDLE_MS, a reader folds
  * them (the evicting flag keeps it to one thread), so that a read-mostly
  * workload reads the base alone again -- if it can have the latch at
- * once; after BT_FOLD_WAIT_MS without a commit it waits for it: the
- * workload has gone read-only, and one wait buys every later read the
- * base alone.  Counting reads instead of time made readers scanning a
- * backlog between two commits (a queue's) fold every few hundred reads,
- * each fold closing the latch on every other reader.  A thread looks at
- * the engine and the clock once per BT_FOLD_IDLE reads of its own: a
- * counter every reader wrote cost each read a cache-line transfer. */
+ * once.  It never waits for it: under many readers a waiting fold closes
+ * the gate on all of them, and the stall that makes (no commit for a
+ * while) looked like idleness to the next reader, which waited again.
+ * The checkpoint folds what readers could not.  Counting reads instead
+ * of time made readers scanning a backlog between two commits (a
+ * queue's) fold every few hundred reads.  A thread looks at the engine
+ * and the clock once per BT_FOLD_IDLE reads of its own: a counter every
+ * reader wrote cost each read a cache-line transfer. */
 #define BT_FOLD_IDLE_MS 2.0
-#define BT_FOLD_WAIT_MS 20.0
 void bt_fold_idle(bt_engine *e)
 {
     static __thread struct {
@@ -605,16 +605,16 @@ void bt_fold_idle(bt_engine *e)
         return;
     idle.reads = 0;
     int64_t commits = LOAD(e->st.commits);
-    double now = bt_now(), ms = (now - idle.since) * 1000.0;
+    double now = bt_now();
     if (commits != idle.commits) {
         idle.commits = commits;
         idle.since = now;
         return;
     }
-    if (ms < BT_FOLD_IDLE_MS || !LOAD(e->unfolded) ||
+    if ((now - idle.since) * 1000.0 < BT_FOLD_IDLE_MS || !LOAD(e->unfolded) ||
         __atomic_exchange_n(&e->evicting, true, __ATOMIC_ACQUIRE))
         return;
-    if (ms >= BT_FOLD_WAIT_MS ? (bt_latch_excl(e), true) : latch_try_excl(e)) {
+    if (latch_try_excl(e)) {
         if (!e->crashed)
             (void)bt_fold_all(e, NULL); /* a failed put stays pending; checkpoint reports it */
         bt_unlatch(e);
