@@ -333,7 +333,8 @@ typedef struct bt_chain {
 /* Overlays are folded into the base when they reach fold_at chains (at
  * least BT_FOLD_MIN; twice what the last fold left, so that chains a long
  * snapshot keeps do not make every commit fold), at checkpoint and
- * verify, and by a reader after BT_FOLD_IDLE reads of its own with no commit. */
+ * verify, and by a reader when no commit came for BT_FOLD_IDLE_MS and the
+ * latch is free (looked at every BT_FOLD_IDLE reads of the thread). */
 #define BT_FOLD_MIN 16
 #define BT_FOLD_IDLE 64
 #define BT_SPARE 8

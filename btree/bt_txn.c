@@ -29,7 +29,8 @@
  *              fold_at chains (BT_FOLD_MIN, or twice what the last fold
  *              kept), for the metadata tree and creates/drops at once, at
  *              every checkpoint, before verify and collStats' page counts,
- *              and by a reader after BT_FOLD_IDLE reads of its own with no commit.
+ *              and by a reader when no commit came for BT_FOLD_IDLE_MS (if the
+ *              latch is free at once).
  *
  * A snapshot is {read_ts = last_ts at begin, own id}.  A version is
  * visible to it when it is its own or committed at ts <= read_ts; a key
