@@ -6,7 +6,8 @@
  * applications (findAndModify with $exists), the recovery timeout, the
  * indexes and their plans, a check that notices lost or double-applied
  * money, many threads with stops and concurrent recoveries, and the
- * account_transfer scenario.
+ * account_transfer scenario: the simulator's accounts and index, the
+ * documents and reads of one of its transfers, and its check.
  */
 #include <time.h>
 
@@ -499,6 +500,147 @@ Test(pt_account, threads_with_stops_then_recovery_conserve_money, .timeout = 120
 
 /* ---- the scenario ------------------------------------------------------------ */
 
+/* Does doc hold exactly the keys `keys`, in that order? */
+static bool keys_are(const bson_t *doc, const char *const *keys, int n)
+{
+    bson_iter_t it;
+    int i = 0;
+    if (!bson_iter_init(&it, doc))
+        return false;
+    while (bson_iter_next(&it))
+        if (i >= n || strcmp(bson_iter_key(&it), keys[i++]) != 0)
+            return false;
+    return i == n;
+}
+
+static bool holds_int32(const bson_t *doc, const char *path, int32_t v)
+{
+    bson_iter_t it;
+    return ptt_find(doc, path, &it) && BSON_ITER_HOLDS_INT32(&it) && bson_iter_int32(&it) == v;
+}
+
+/* The first document of coll matching the JSON filter (caller destroys). */
+static bson_t *first_doc(ptt_db *t, const char *coll, const char *filter)
+{
+    bson_t *r = PTT_OK(t, "{\"find\": \"%s\", \"filter\": %s}", coll, filter);
+    bson_iter_t it;
+    cr_assert(ptt_find(r, "cursor.firstBatch.0", &it) && BSON_ITER_HOLDS_DOCUMENT(&it),
+              "[%s] nothing in %s matches %s", t->engine, coll, filter);
+    const uint8_t *data;
+    uint32_t len;
+    bson_iter_document(&it, &len, &data);
+    bson_t *doc = bson_new_from_data(data, len);
+    bson_destroy(r);
+    return doc;
+}
+
+static int64_t doc_metric(ptt_db *t, const char *what)
+{
+    char path[64];
+    snprintf(path, sizeof path, "metrics.document.%s", what);
+    bson_t *r = PTT_OK(t, "{\"serverStatus\": 1}");
+    int64_t n = ptt_i64(r, path);
+    bson_destroy(r);
+    return n;
+}
+
+static void *scenario_setup(ptt_db *t, const pt_scenario *sc)
+{
+    md_error err;
+    void *state = NULL;
+    pt_setup_args a = {.users = 400, .quick = true};
+    cr_assert_eq(sc->setup(t->db, &a, &state, &err), 0, "[%s] %s", t->engine, err.message);
+    return state;
+}
+
+/* Account.create's 1000 (quick) numbered accounts in "account", indexed
+ * {name: 1} unique, as Account.createOptimalIndexes made it. */
+Test(pt_account, scenario_setup_makes_the_simulators_accounts_and_index)
+{
+    static const char *const acct_keys[] = {"_id", "name", "balance", "pendingTransactions"};
+    const pt_scenario *sc = pt_pattern_account.scenarios[0];
+    ptt_db t;
+    PTT_FOR_EACH_ENGINE(t) {
+        void *state = scenario_setup(&t, sc);
+        cr_assert_eq(ptt_count(&t, "account", "{}"), 1000, "[%s]", t.engine);
+        cr_assert_eq(ptt_count(&t, "accounts", "{}"), 0, "[%s] the library's collection",
+                     t.engine);
+        cr_assert_eq(ptt_count(&t, "account", "{\"name\": {\"$type\": \"int\"}, "
+                                              "\"balance\": {\"$type\": \"int\"}}"), 1000,
+                     "[%s] names and balances are int32, as the driver sent them", t.engine);
+        bson_t *d = first_doc(&t, "account", "{\"name\": 999}");
+        cr_assert(keys_are(d, acct_keys, 4), "[%s] account 999 is not {_id, name, balance, "
+                                             "pendingTransactions}", t.engine);
+        cr_assert(holds_int32(d, "balance", 100000));
+        cr_assert(!ptt_has(d, "pendingTransactions.0"));
+        bson_destroy(d);
+        bson_t *r = PTT_OK(&t, "{\"listIndexes\": \"account\"}");
+        cr_assert_str_eq(ptt_str(r, "cursor.firstBatch.0.name"), "_id_");
+        cr_assert_str_eq(ptt_str(r, "cursor.firstBatch.1.name"), "name_1", "[%s]", t.engine);
+        bson_iter_t it;
+        cr_assert(ptt_find(r, "cursor.firstBatch.1.unique", &it) && bson_iter_as_bool(&it),
+                  "[%s] name_1 is not unique", t.engine);
+        cr_assert_not(ptt_has(r, "cursor.firstBatch.2"), "[%s] an index the simulator did "
+                                                         "not make", t.engine);
+        bson_destroy(r);
+        pt_scenario_destroy(sc, state);
+    }
+}
+
+/* One user: two reads, one insert and seven updates, leaving the documents
+ * as the simulator's classes left them (no timestamps, no state index). */
+Test(pt_account, scenario_transfer_writes_what_the_simulator_wrote)
+{
+    static const char *const txn_keys[] = {"_id", "source", "destination", "amount", "state"};
+    const pt_scenario *sc = pt_pattern_account.scenarios[0];
+    ptt_db t;
+    PTT_FOR_EACH_ENGINE(t) {
+        void *state = scenario_setup(&t, sc);
+        char first[256], f[64];
+        int64_t returned = doc_metric(&t, "returned"), inserted = doc_metric(&t, "inserted"),
+                updated = doc_metric(&t, "updated");
+        cr_assert_eq(ptt_run_op(t.db, state, &sc->ops[0], 1, 1, first), 0, "[%s] %s",
+                     t.engine, first);
+        cr_assert_eq(doc_metric(&t, "returned") - returned, 2,
+                     "[%s] the user reads the two accounts and nothing else", t.engine);
+        cr_assert_eq(doc_metric(&t, "inserted") - inserted, 1, "[%s]", t.engine);
+        cr_assert_eq(doc_metric(&t, "updated") - updated, 7, "[%s]", t.engine);
+        cr_assert_eq(ptt_count(&t, "transactions", "{}"), 1);
+        bson_t *x = first_doc(&t, "transactions", "{}");
+        cr_assert(keys_are(x, txn_keys, 5), "[%s] the transaction is not {_id, source, "
+                                            "destination, amount, state}", t.engine);
+        cr_assert_str_eq(ptt_str(x, "state"), "done");
+        cr_assert(holds_int32(x, "amount", 100), "[%s] amount", t.engine);
+        bson_iter_t it;
+        cr_assert(ptt_find(x, "source", &it) && BSON_ITER_HOLDS_INT32(&it));
+        int32_t src = bson_iter_int32(&it);
+        cr_assert(ptt_find(x, "destination", &it) && BSON_ITER_HOLDS_INT32(&it));
+        int32_t dst = bson_iter_int32(&it);
+        cr_assert(src != dst && src >= 0 && src < 1000 && dst >= 0 && dst < 1000);
+        bson_destroy(x);
+        snprintf(f, sizeof f, "{\"name\": %d}", src);
+        bson_t *a = first_doc(&t, "account", f);
+        snprintf(f, sizeof f, "{\"name\": %d}", dst);
+        bson_t *b = first_doc(&t, "account", f);
+        cr_assert(holds_int32(a, "balance", 99900), "[%s] the source is debited", t.engine);
+        cr_assert(holds_int32(b, "balance", 100100), "[%s] the destination is credited",
+                  t.engine);
+        cr_assert(!ptt_has(a, "pendingTransactions.0") && !ptt_has(b, "pendingTransactions.0"),
+                  "[%s] the transaction is left in an account", t.engine);
+        bson_destroy(a);
+        bson_destroy(b);
+        bson_t *r = PTT_OK(&t, "{\"listIndexes\": \"transactions\"}");
+        cr_assert_str_eq(ptt_str(r, "cursor.firstBatch.0.name"), "_id_");
+        cr_assert_not(ptt_has(r, "cursor.firstBatch.1"), "[%s] transactions got an index "
+                                                         "the simulator did not make",
+                      t.engine);
+        bson_destroy(r);
+        md_error err;
+        cr_assert_eq(sc->check(t.db, state, &err), 0, "[%s] %s", t.engine, err.message);
+        pt_scenario_destroy(sc, state);
+    }
+}
+
 Test(pt_account, scenario_transfer_runs_and_checks, .timeout = 60)
 {
     const pt_scenario *sc = pt_pattern_account.scenarios[0];
@@ -511,17 +653,32 @@ Test(pt_account, scenario_transfer_runs_and_checks, .timeout = 60)
     ptt_db t;
     PTT_FOR_EACH_ENGINE(t) {
         md_error err;
-        void *state = NULL;
         char first[256];
-        pt_setup_args a = {.users = 400, .quick = true};
-        cr_assert_eq(sc->setup(t.db, &a, &state, &err), 0, "[%s] %s", t.engine, err.message);
-        cr_assert_eq(ptt_count(&t, "accounts", "{}"), 1000);
+        void *state = scenario_setup(&t, sc);
         int bad = ptt_run_op(t.db, state, &sc->ops[0], 6, 400, first);
         cr_assert_eq(bad, 0, "[%s] %s", t.engine, first);
         cr_assert_eq(sc->check(t.db, state, &err), 0, "[%s] %s", t.engine, err.message);
         cr_assert_eq(ptt_count(&t, "transactions", "{\"state\": \"done\"}"), 400);
-        /* the check notices money created out of nothing */
-        bson_destroy(PTT_OK(&t, "{\"update\": \"accounts\", \"updates\": [{\"q\": {}, "
+        /* the check notices a transaction left pending, half applied */
+        bson_destroy(PTT_OK(&t, "{\"update\": \"account\", \"updates\": [{\"q\": {\"name\": 1}, "
+                                "\"u\": {\"$inc\": {\"balance\": -100}, \"$push\": "
+                                "{\"pendingTransactions\": {\"$oid\": "
+                                "\"000000000000000000000001\"}}}}]}"));
+        bson_destroy(PTT_OK(&t, "{\"insert\": \"transactions\", \"documents\": [{\"_id\": "
+                                "{\"$oid\": \"000000000000000000000001\"}, \"source\": 1, "
+                                "\"destination\": 2, \"amount\": 100, \"state\": "
+                                "\"pending\"}]}"));
+        cr_assert_neq(sc->check(t.db, state, &err), 0, "[%s] check missed it", t.engine);
+        cr_assert(strstr(err.message, "pending"), "[%s] %s", t.engine, err.message);
+        bson_destroy(PTT_OK(&t, "{\"update\": \"account\", \"updates\": [{\"q\": {\"name\": 1}, "
+                                "\"u\": {\"$inc\": {\"balance\": 100}, \"$pull\": "
+                                "{\"pendingTransactions\": {\"$oid\": "
+                                "\"000000000000000000000001\"}}}}]}"));
+        bson_destroy(PTT_OK(&t, "{\"delete\": \"transactions\", \"deletes\": [{\"q\": {\"state\": "
+                                "\"pending\"}, \"limit\": 1}]}"));
+        cr_assert_eq(sc->check(t.db, state, &err), 0, "[%s] %s", t.engine, err.message);
+        /* ... and money created out of nothing */
+        bson_destroy(PTT_OK(&t, "{\"update\": \"account\", \"updates\": [{\"q\": {}, "
                                 "\"u\": {\"$inc\": {\"balance\": 1}}}]}"));
         cr_assert_neq(sc->check(t.db, state, &err), 0, "[%s] check missed it", t.engine);
         pt_scenario_destroy(sc, state);
