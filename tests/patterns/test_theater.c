@@ -4,8 +4,10 @@
  * book's indexes and the plans that use them, every failure point of
  * reserve / checkout / expire followed by expiry, a check that notices a
  * broken seat map, many threads reserving overlapping seats with injected
- * stops and a concurrent expiry, and the theater_checkout scenario.
+ * stops and a concurrent expiry, and the theater_checkout scenario (the
+ * simulator's documents, requests and choice of session).
  */
+#include <math.h>
 #include <time.h>
 
 #include "pt_test_util.h"
@@ -480,30 +482,243 @@ Test(pt_theater, threads_with_stops_and_expiry_never_sell_a_seat_twice, .timeout
     }
 }
 
-/* ---- the scenario ------------------------------------------------------------ */
+/* ---- the scenario: what the simulator ran ----------------------------------- */
+
+static const pt_scenario *scenario(void)
+{
+    return pt_pattern_theater.scenarios[0];
+}
+
+/* The scenario's setup for `users` users, reduced (quick) as the tests run it. */
+static void *scenario_setup(ptt_db *t, int64_t users)
+{
+    md_error err;
+    void *state = NULL;
+    pt_setup_args a = {.users = users, .quick = true};
+    cr_assert_eq(scenario()->setup(t->db, &a, &state, &err), 0, "[%s] %s", t->engine,
+                 err.message);
+    return state;
+}
+
+/* The document of coll with string _id `id` (caller destroys). */
+static bson_t *find_str(ptt_db *t, const char *coll, const char *id)
+{
+    bson_t *r = PTT_OK(t, "{\"find\": \"%s\", \"filter\": {\"_id\": \"%s\"}}", coll, id);
+    bson_iter_t it;
+    cr_assert(ptt_find(r, "cursor.firstBatch.0", &it) && BSON_ITER_HOLDS_DOCUMENT(&it),
+              "[%s] no %s %s", t->engine, coll, id);
+    const uint8_t *data;
+    uint32_t len;
+    bson_iter_document(&it, &len, &data);
+    bson_t *doc = bson_new_from_data(data, len);
+    bson_destroy(r);
+    return doc;
+}
+
+/* The only document of coll (caller destroys). */
+static bson_t *find_only(ptt_db *t, const char *coll)
+{
+    cr_assert_eq(ptt_count(t, coll, "{}"), 1, "[%s] one %s", t->engine, coll);
+    bson_t *r = PTT_OK(t, "{\"find\": \"%s\", \"filter\": {}}", coll);
+    bson_iter_t it;
+    cr_assert(ptt_find(r, "cursor.firstBatch.0", &it) && BSON_ITER_HOLDS_DOCUMENT(&it));
+    const uint8_t *data;
+    uint32_t len;
+    bson_iter_document(&it, &len, &data);
+    bson_t *doc = bson_new_from_data(data, len);
+    bson_destroy(r);
+    return doc;
+}
+
+static bson_type_t type_of(const bson_t *doc, const char *path)
+{
+    bson_iter_t it;
+    return ptt_find(doc, path, &it) ? bson_iter_type(&it) : BSON_TYPE_EOD;
+}
+
+static bool is_nan(const bson_t *doc, const char *path)
+{
+    bson_iter_t it;
+    return ptt_find(doc, path, &it) && BSON_ITER_HOLDS_DOUBLE(&it) && isnan(bson_iter_double(&it));
+}
+
+static int run_user(ptt_db *t, void *state, uint64_t id)
+{
+    md_error err;
+    md_error_clear(&err);
+    pt_user u = {.db = t->db, .state = state, .id = id, .rng = id + 1};
+    int rc = scenario()->ops[0].run(&u, &err);
+    cr_assert_eq(rc, 0, "[%s] user %llu: %s", t->engine, (unsigned long long)id, err.message);
+    return rc;
+}
+
+static void expect_seats(ptt_db *t, const char *session, int row, int col0, int n, int64_t avail)
+{
+    char path[32];
+    bson_t *s = find_str(t, "sessions", session);
+    for (int c = 0; c < 30; c++) {
+        snprintf(path, sizeof path, "seats.%d.%d", row, c);
+        cr_assert_eq(ptt_i64(s, path), c >= col0 && c < col0 + n, "[%s] %s %s", t->engine,
+                     session, path);
+    }
+    cr_assert_eq(ptt_i64(s, "seatsAvailable"), avail, "[%s] %s", t->engine, session);
+    cr_assert(!ptt_has(s, "reservations.0"), "[%s] %s keeps a reservation", t->engine, session);
+    bson_destroy(s);
+}
+
+/* Per process, 100 theaters of 30 x 30 and as many of each theater's 100
+ * sessions as the users reach (quick); string ids "<p>.<t>[.<s>]". */
+Test(pt_theater, scenario_sets_up_the_simulators_theaters_and_sessions, .timeout = 60)
+{
+    ptt_db t;
+    PTT_FOR_EACH_ENGINE(t) {
+        /* 400 users: 100 a process, the 100th on its theater 0's session 1 */
+        void *state = scenario_setup(&t, 400);
+        cr_assert_eq(ptt_count(&t, "theaters", "{}"), 400, "[%s]", t.engine);
+        cr_assert_eq(ptt_count(&t, "sessions", "{}"), 800, "[%s]", t.engine);
+        bson_t *th = find_str(&t, "theaters", "3.99");
+        cr_assert_str_eq(ptt_str(th, "name"), "3.99");
+        cr_assert_eq(type_of(th, "seatsAvailable"), BSON_TYPE_INT32);
+        cr_assert_eq(ptt_i64(th, "seatsAvailable"), 900);
+        bson_destroy(th);
+        bson_t *s = find_str(&t, "sessions", "2.7.1");
+        cr_assert_str_eq(ptt_str(s, "theaterId"), "2.7");
+        cr_assert_eq(type_of(s, "name"), BSON_TYPE_INT32, "[%s] name is the number s", t.engine);
+        cr_assert_eq(ptt_i64(s, "name"), 1);
+        cr_assert_eq(ptt_i64(s, "description"), 1);
+        cr_assert_eq(type_of(s, "start"), BSON_TYPE_DATE_TIME);
+        cr_assert_eq(type_of(s, "end"), BSON_TYPE_DATE_TIME);
+        cr_assert_eq(type_of(s, "price"), BSON_TYPE_INT32);
+        cr_assert_eq(ptt_i64(s, "price"), 10);
+        cr_assert_eq(ptt_i64(s, "seatsAvailable"), 900);
+        cr_assert_eq(ptt_i64(s, "seats.29.29"), 0);
+        cr_assert(!ptt_has(s, "seats.30") && !ptt_has(s, "seats.0.30"), "[%s] 30 x 30", t.engine);
+        cr_assert(ptt_has(s, "reservations") && !ptt_has(s, "reservations.0"));
+        cr_assert_gt(s->len, 7000, "[%s] a session of %u bytes", t.engine, s->len);
+        bson_destroy(s);
+        bson_t *r = PTT_OK(&t, "{\"listIndexes\": \"carts\"}");
+        cr_assert_str_eq(ptt_str(r, "cursor.firstBatch.1.name"), "state_1");
+        bson_destroy(r);
+        r = PTT_OK(&t, "{\"listIndexes\": \"sessions\"}");
+        cr_assert_str_eq(ptt_str(r, "cursor.firstBatch.1.name"), "reservations._id_1");
+        bson_destroy(r);
+        pt_scenario_destroy(scenario(), state);
+    }
+}
+
+/* A user's seven requests, their documents as the simulator wrote them,
+ * and the session each user gets. */
+Test(pt_theater, scenario_user_makes_the_simulators_seven_requests, .timeout = 60)
+{
+    ptt_db t;
+    PTT_FOR_EACH_ENGINE(t) {
+        void *state = scenario_setup(&t, 400);
+        bson_t *before = PTT_OK(&t, "{\"serverStatus\": 1}");
+        run_user(&t, state, 0);
+        bson_t *after = PTT_OK(&t, "{\"serverStatus\": 1}");
+        /* the cart and the receipt; the session, the cart, the $pull, done; the cart read */
+        cr_assert_eq(ptt_i64(after, "metrics.document.inserted") -
+                         ptt_i64(before, "metrics.document.inserted"), 2, "[%s]", t.engine);
+        cr_assert_eq(ptt_i64(after, "metrics.document.updated") -
+                         ptt_i64(before, "metrics.document.updated"), 4, "[%s]", t.engine);
+        cr_assert_eq(ptt_i64(after, "metrics.document.returned") -
+                         ptt_i64(before, "metrics.document.returned"), 1,
+                     "[%s] one read: the cart, no price", t.engine);
+        bson_destroy(before);
+        bson_destroy(after);
+
+        /* user 0: process 0's first user, theater 1, session 0, row 0 seats 0-4 */
+        expect_seats(&t, "0.1.0", 0, 0, 5, 895);
+        bson_t *c = find_only(&t, "carts");
+        cr_assert_eq(type_of(c, "_id"), BSON_TYPE_DOUBLE, "[%s] a double cart _id", t.engine);
+        cr_assert_str_eq(ptt_str(c, "state"), "done");
+        cr_assert(is_nan(c, "total"), "[%s] total $inc'ed by NaN", t.engine);
+        cr_assert_str_eq(ptt_str(c, "reservations.0.sessionId"), "0.1.0");
+        cr_assert_eq(type_of(c, "reservations.0.price"), BSON_TYPE_NULL);
+        cr_assert(is_nan(c, "reservations.0.total"));
+        cr_assert_eq(ptt_i64(c, "reservations.0.seats.4.1"), 4);
+        cr_assert(ptt_has(c, "modifiedOn") && ptt_has(c, "createdOn"));
+        bson_destroy(c);
+        bson_t *r = find_only(&t, "receipts");
+        cr_assert_eq(type_of(r, "_id"), BSON_TYPE_OID);
+        cr_assert_eq(type_of(r, "createdOn"), BSON_TYPE_DATE_TIME);
+        cr_assert(!ptt_has(r, "total"), "[%s] the simulator's receipt has no total", t.engine);
+        cr_assert_str_eq(ptt_str(r, "reservations.0.sessionId"), "0.1.0");
+        cr_assert_eq(ptt_i64(r, "reservations.0.seats.0.0"), 0);
+        cr_assert_eq(ptt_i64(r, "reservations.0.seats.4.1"), 4);
+        cr_assert(!ptt_has(r, "reservations.1"));
+        bson_destroy(r);
+
+        /* user 1: process 1's first; user 396: process 0's 100th, past its
+         * last theater: theater 0, the next session and the next 5 seats */
+        run_user(&t, state, 1);
+        expect_seats(&t, "1.1.0", 0, 0, 5, 895);
+        run_user(&t, state, 396);
+        expect_seats(&t, "0.0.1", 0, 5, 5, 895);
+        expect_seats(&t, "0.0.0", 0, 0, 0, 900);
+        md_error err;
+        cr_assert_eq(scenario()->check(t.db, state, &err), 0, "[%s] %s", t.engine, err.message);
+        pt_scenario_destroy(scenario(), state);
+    }
+}
 
 Test(pt_theater, scenario_checkout_runs_and_checks, .timeout = 60)
 {
-    const pt_scenario *sc = pt_pattern_theater.scenarios[0];
+    const pt_scenario *sc = scenario();
     cr_assert_eq(pt_pattern_theater.nscenarios, 1);
     cr_assert_str_eq(pt_pattern_theater.section, "5.7");
     cr_assert_str_eq(pt_pattern_theater.book_winner, "mmapv1");
+    cr_assert_str_eq(sc->name, "theater_checkout");
+    cr_assert_not_null(sc->note);
     cr_assert_eq(sc->ops[0].users, 1000);
     cr_assert_float_eq(sc->ops[0].book_mmap.mean, 2292.494, 1e-9);
     cr_assert_float_eq(sc->ops[0].book_wt.max, 17122.854, 1e-9);
     ptt_db t;
     PTT_FOR_EACH_ENGINE(t) {
         md_error err;
-        void *state = NULL;
         char first[256];
-        pt_setup_args a = {.users = 400, .quick = true};
-        cr_assert_eq(sc->setup(t.db, &a, &state, &err), 0, "[%s] %s", t.engine, err.message);
+        void *state = scenario_setup(&t, 400);
         int bad = ptt_run_op(t.db, state, &sc->ops[0], 6, 400, first);
         cr_assert_eq(bad, 0, "[%s] %s", t.engine, first);
         cr_assert_eq(sc->check(t.db, state, &err), 0, "[%s] %s", t.engine, err.message);
         cr_assert_eq(ptt_count(&t, "receipts", "{}"), 400);
         cr_assert_eq(ptt_count(&t, "carts", "{\"state\": \"done\"}"), 400);
-        /* the check notices a lost receipt */
+        /* every user in a session of its own */
+        cr_assert_eq(ptt_count(&t, "sessions", "{\"seatsAvailable\": 895}"), 400, "[%s]",
+                     t.engine);
+        cr_assert_eq(ptt_count(&t, "sessions", "{\"seatsAvailable\": 900}"), 400);
+
+        /* the check notices: a seat taken behind the users' backs ... */
+        const char *take = "{\"update\": \"sessions\", \"updates\": [{\"q\": {\"_id\": "
+                           "\"0.5.1\"}, \"u\": {\"$set\": {\"seats.3.3\": %d}, "
+                           "\"$inc\": {\"seatsAvailable\": %d}}}]}";
+        bson_destroy(PTT_OK(&t, take, 1, -1));
+        cr_assert_neq(sc->check(t.db, state, &err), 0, "[%s] missed a seat on no receipt",
+                      t.engine);
+        cr_assert(strstr(err.message, "on no receipt"), "%s", err.message);
+        bson_destroy(PTT_OK(&t, take, 0, 1));
+        cr_assert_eq(sc->check(t.db, state, &err), 0, "[%s] %s", t.engine, err.message);
+        /* ... seatsAvailable off by one ... */
+        bson_destroy(PTT_OK(&t, take, 0, 1));
+        cr_assert_neq(sc->check(t.db, state, &err), 0);
+        cr_assert(strstr(err.message, "seatsAvailable"), "%s", err.message);
+        bson_destroy(PTT_OK(&t, take, 0, -1));
+        /* ... a reservation left in a session ... */
+        const char *hold = "{\"update\": \"sessions\", \"updates\": [{\"q\": {\"_id\": "
+                           "\"0.5.1\"}, \"u\": {\"$set\": {\"reservations\": %s}}}]}";
+        bson_destroy(PTT_OK(&t, hold, "[{\"_id\": 1}]"));
+        cr_assert_neq(sc->check(t.db, state, &err), 0);
+        cr_assert(strstr(err.message, "still holds"), "%s", err.message);
+        bson_destroy(PTT_OK(&t, hold, "[]"));
+        /* ... a cart not checked out ... */
+        const char *cart = "{\"update\": \"carts\", \"updates\": [{\"q\": {}, \"u\": "
+                           "{\"$set\": {\"state\": \"%s\"}}, \"multi\": %s}]}";
+        bson_destroy(PTT_OK(&t, cart, "active", "false"));
+        cr_assert_neq(sc->check(t.db, state, &err), 0);
+        cr_assert(strstr(err.message, "not checked out"), "%s", err.message);
+        bson_destroy(PTT_OK(&t, cart, "done", "true"));
+        cr_assert_eq(sc->check(t.db, state, &err), 0, "[%s] %s", t.engine, err.message);
+        /* ... and a lost receipt */
         bson_destroy(PTT_OK(&t, "{\"delete\": \"receipts\", \"deletes\": [{\"q\": {}, "
                                 "\"limit\": 1}]}"));
         cr_assert_neq(sc->check(t.db, state, &err), 0, "[%s] check missed a lost receipt",
