@@ -453,6 +453,11 @@ typedef struct pt_cart_totals {
 int pt_cart_check(md_db *db, int64_t n, const int64_t *initial, bool reserving,
                   pt_cart_totals *out, md_error *err);
 
+/* The two cart scenarios' count (their state from setup): adds the
+ * simulator's classes would have failed (the cart's push or, in 5.5, the
+ * reservation modified nothing), which their users go on without. */
+int64_t pt_cart_scenario_refused(void *state);
+
 /*
  * The concurrent workload the tests and tsan_carts run: `threads` clients,
  * each doing `ops` random operations of one chapter (add 1-3 units of a
