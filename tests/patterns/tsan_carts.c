@@ -9,8 +9,9 @@
  * carts and reservations agreeing, one order per completed cart).  Then
  * each chapter's scenario user (the simulator's classes: 5 adds at once on
  * one cart through pt_user_parallel's helpers) from 4 clients, and the
- * scenario's check.  On mmapv1 (collection locks, journal on) and btree
- * (document locks, log on).
+ * scenario's check; and both scenarios briefly through the runner
+ * (pt_run_scenario, its clients and helpers).  On mmapv1 (collection
+ * locks, journal on) and btree (document locks, log on).
  */
 #include <ftw.h>
 #include <pthread.h>
@@ -20,6 +21,7 @@
 
 #include "minidoc.h"
 #include "patterns.h"
+#include "pt_sim.h"
 
 static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
 {
@@ -176,6 +178,41 @@ out:
     return bad;
 }
 
+/* The same scenario through the runner (pt_run_scenario: its clients and
+ * its pool of helpers, then the service-time run), briefly: 4 clients,
+ * 2 iterations of 100 ms, 5 users each. */
+static int run_runner(const char *engine, const pt_scenario *sc)
+{
+    pt_run_opts o;
+    pt_run_opts_book(&o, engine);
+    o.processes = 1;
+    o.pool_size = 4;
+    o.resolution_ms = 100;
+    o.iterations = 2;
+    o.rate_scale = 0.05;
+    o.quick = true;
+    o.service = true;
+    pt_run_result *r = calloc(1, sizeof *r);
+    md_error err;
+    int bad = 0;
+    if (!r)
+        return 1;
+    if (pt_run_scenario(sc, &o, r, &err) != 0) {
+        fprintf(stderr, "%s %s: runner: %s\n", engine, sc->name, err.message);
+        bad = 1;
+    } else if (!r->ok || r->ops[0].users != 10 || r->ops[0].service_users != 5) {
+        fprintf(stderr, "%s %s: runner: %lld users, %lld errors (%s), check: %s, service: %s\n",
+                engine, sc->name, (long long)r->ops[0].users, (long long)r->ops[0].errors,
+                r->ops[0].first_error, r->check_error, r->service_error);
+        bad = 1;
+    } else {
+        printf("%s %s: runner ran %lld users and the service run\n", engine, sc->name,
+               (long long)r->ops[0].users);
+    }
+    free(r);
+    return bad;
+}
+
 int main(void)
 {
     int bad = 0;
@@ -185,6 +222,8 @@ int main(void)
         bad += run(engines[e], false);
         bad += run_scenario(engines[e], pt_pattern_cart_reservation.scenarios[0]);
         bad += run_scenario(engines[e], pt_pattern_cart_no_reservation.scenarios[0]);
+        bad += run_runner(engines[e], pt_pattern_cart_reservation.scenarios[0]);
+        bad += run_runner(engines[e], pt_pattern_cart_no_reservation.scenarios[0]);
     }
     printf("tsan_carts: %s\n", bad ? "FAILED" : "ok");
     return bad != 0;
