@@ -3,7 +3,7 @@
  * the add-to-cart upsert, the reservation release, the end of a checkout,
  * the background job that expires carts and finishes what dead clients
  * left (5.5 Ex 7; 5.6 Ex 6 is "identical"), the invariant check, seeding,
- * and the simulator's checkout user.
+ * and the scenarios' setup (their user is the simulator's, cart_sim.c).
  *
  * Why the job is safe beside live clients (the book's is not):
  *
@@ -883,7 +883,7 @@ int pt_cart_scenario_setup(md_db *db, const pt_setup_args *a, void **state, md_e
     if (rc != 0)
         return rc;
     pt_cart_scenario_state *st = bson_malloc0(sizeof *st);
-    st->nproducts = a && a->quick ? CART_SCENARIO_PRODUCTS_QUICK : CART_SCENARIO_PRODUCTS;
+    st->nproducts = CART_SCENARIO_PRODUCTS;
     st->initial = bson_malloc(sizeof *st->initial * (size_t)st->nproducts);
     for (int64_t i = 0; i < st->nproducts; i++)
         st->initial[i] = CART_SCENARIO_STOCK;
@@ -903,45 +903,6 @@ void pt_cart_scenario_destroy(void *state)
         return;
     bson_free(st->initial);
     bson_free(st);
-}
-
-/*
- * The simulator's user (carts_reservations.js / carts_no_reservation.js):
- * a cart with a new ObjectId, numberOfItems (5) products each reloaded
- * from `products` and added with quantity 1, then checkout.  The
- * simulator's separate "create the cart" upsert is left out: the book's
- * add (Ex 1) creates the cart.  The products are distinct (the simulator
- * may draw one twice, which the book's statements do not handle).
- */
-int pt_cart_scenario_user(pt_user *u, pt_cart_add_fn add, pt_cart_checkout_fn checkout,
-                          md_error *err)
-{
-    pt_cart_scenario_state *st = u->state;
-    bson_oid_t cart;
-    int64_t picked[CART_SCENARIO_ITEMS];
-    int npicked = 0;
-    bson_oid_init(&cart, NULL);
-    while (npicked < CART_SCENARIO_ITEMS && npicked < st->nproducts) {
-        int64_t p = (int64_t)pt_rand_below(u, (uint64_t)st->nproducts);
-        bool dup = false;
-        for (int i = 0; i < npicked; i++)
-            dup |= picked[i] == p;
-        if (dup)
-            continue;
-        picked[npicked++] = p;
-        pt_cart_item item;
-        int rc = pt_cart_product(u->db, p, &item, err);
-        if (rc != 0)
-            return rc;
-        item.quantity = 1;
-        rc = add(u->db, &cart, &item, NULL, err);
-        if (rc == MD_NOTFOUND)
-            continue; /* out of stock: the cart goes on without it */
-        if (rc != 0)
-            return rc;
-    }
-    int rc = checkout(u->db, &cart, NULL, err);
-    return rc == MD_NOTFOUND ? 0 : rc;
 }
 
 /* ---- the concurrent workload with failure points ----------------------------- */

@@ -4,13 +4,16 @@
  * share, private to patterns/: the collection names, the write counter
  * behind the failure points, single statements both chapters write the
  * same way (add to cart, release a reservation, finish a checkout), and
- * the scenario scaffolding (the simulator's 5-item checkout user).
+ * the scenario scaffolding (setup here; the simulator's 5-item checkout
+ * user in cart_sim.c).
  *
  * The public side (expiry, recovery, invariants, seeding) is declared in
  * patterns.h under 5.5.
  */
 #ifndef CART_COMMON_H
 #define CART_COMMON_H
+
+#include <stdatomic.h>
 
 #include "patterns.h"
 
@@ -73,10 +76,12 @@ int pt_cart_finish_checkout(md_db *db, const bson_t *cart, bool recovered, pt_ca
 
 /* ---- the scenario (both chapters) ----------------------------------- */
 
-/* The scenario's shared state: the stock every product started with. */
+/* The scenario's shared state: the stock every product started with, and
+ * the adds the simulator's code would have called failed (cart_sim.c). */
 typedef struct pt_cart_scenario_state {
     int64_t nproducts;
     int64_t *initial;
+    atomic_llong refused;
 } pt_cart_scenario_state;
 
 /* Drop the four collections, create the book's indexes, seed the
@@ -84,19 +89,14 @@ typedef struct pt_cart_scenario_state {
 int pt_cart_scenario_setup(md_db *db, const pt_setup_args *a, void **state, md_error *err);
 void pt_cart_scenario_destroy(void *state);
 
-typedef int (*pt_cart_add_fn)(md_db *db, const bson_oid_t *cart, const pt_cart_item *item,
-                              const pt_cart_opts *o, md_error *err);
-typedef int (*pt_cart_checkout_fn)(md_db *db, const bson_oid_t *cart, const pt_cart_opts *o,
-                                   md_error *err);
-/* One simulated user: a new cart, 5 distinct random products each looked
- * up in products and added with quantity 1, then the checkout.  Running
- * out of stock is a status, not an error. */
-int pt_cart_scenario_user(pt_user *u, pt_cart_add_fn add, pt_cart_checkout_fn checkout,
-                          md_error *err);
+/* One simulated user, as the simulator's Cart classes ran it (cart_sim.c):
+ * create the cart, add 5 distinct random products at once (quantity 1),
+ * check out; 5.5's classes with `reserving`, else 5.6's.  0, or the
+ * first error (a failed checkout is one; a failed add is counted). */
+int pt_cart_scenario_user(pt_user *u, bool reserving, md_error *err);
 
 #define CART_SCENARIO_ITEMS 5
 #define CART_SCENARIO_PRODUCTS 1000
-#define CART_SCENARIO_PRODUCTS_QUICK 1000
 #define CART_SCENARIO_STOCK 1000000
 #define CART_SCENARIO_PRODUCT_BYTES 1024
 

@@ -25,8 +25,11 @@
  * while the lines were being reserved) gives its reservations back itself.
  *
  * The scenario "cart_no_reservation" is the simulator's
- * cart_5_item_no_reservation_successful_scenario.js: each user adds 5
- * products (quantity 1) and checks out; timed as one.
+ * cart_5_item_no_reservation_successful_scenario.js with the simulator's
+ * own Cart classes (cart_sim.c): each user creates its cart, adds 5
+ * products (quantity 1) at once and checks out, reserving the 5 lines at
+ * once; timed as one.  The statements above are the library's and its
+ * tests'; the scenario runs the simulator's.
  */
 #include <string.h>
 
@@ -183,7 +186,7 @@ int pt_cart_nores_checkout(md_db *db, const bson_oid_t *cart, const pt_cart_opts
 
 static int user_checkout(pt_user *u, md_error *err)
 {
-    return pt_cart_scenario_user(u, pt_cart_nores_add, pt_cart_nores_checkout, err);
+    return pt_cart_scenario_user(u, false, err);
 }
 
 static int check(md_db *db, void *state, md_error *err)
@@ -202,6 +205,19 @@ static const pt_scenario scenario = {
     .name = "cart_no_reservation",
     .title = "successfully checkout cart",
     .script = "cart_no_reservation/cart_5_item_no_reservation_successful_scenario.js",
+    .note = "As the simulator's own Cart class ran it (carts_no_reservation.js): each user "
+            "creates its cart with an upsert, then issues its 5 adds at once, on other "
+            "clients of the pool; each add reads the product and pushes the line into the "
+            "cart (an upsert on {_id, state: 'active'}, no guard against a second line). "
+            "Once all 5 are back it checks out: it reads the cart, reserves every line at "
+            "once ({quantity: {$gte: q}}, $inc and $push; had one failed, the others would "
+            "be given back at once and the checkout fail), inserts the order, marks the cart "
+            "completed and pulls the cart's reservations from every inventory (updateMany). "
+            "The 5 pushes meet on one cart document: write conflicts, retried, on btree; the "
+            "collection lock on mmapv1. A cart's products are distinct and the order's _id "
+            "is the cart's. The chapter's statements (a $ne guard on the push, the lines "
+            "reserved one after another, the cart marked before the order is inserted) are "
+            "in the library and its tests.",
     .nops = 1,
     .ops = {{
         .name = "cart_no_reservation_successful",

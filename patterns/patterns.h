@@ -45,6 +45,9 @@
 
 /* ---- the scenario model --------------------------------------------------- */
 
+/* Helper threads a user hands sub-operations to (pt_user_parallel). */
+typedef struct pt_pool pt_pool;
+
 /* One simulated user, as the simulator's "user" running a scenario once. */
 typedef struct pt_user {
     md_db *db;
@@ -52,6 +55,7 @@ typedef struct pt_user {
     uint64_t id;     /* 0, 1, 2 ... unique per op within a run, in start order */
     uint64_t rng;    /* private random state (pt_rand); never 0 */
     int client;      /* index of the client thread running this user */
+    pt_pool *pool;   /* the run's helpers (NULL: none, see pt_user_parallel) */
 } pt_user;
 
 /* xorshift64*: the next pseudo-random number of stream *state (0 is taken
@@ -61,6 +65,36 @@ uint64_t pt_rand_next(uint64_t *state);
 uint64_t pt_rand(pt_user *u);
 /* Uniform in [0, n). */
 uint64_t pt_rand_below(pt_user *u, uint64_t n);
+
+/*
+ * A user's sub-operations run at once, as the simulator's scenarios issued
+ * several calls without waiting for each other (node's async calls, each
+ * on a free connection of the driver's pool).  pt_user_parallel runs
+ * fn(sub, i, arg, err) for i = 0 .. n-1 (n <= PT_PARALLEL_MAX): on the
+ * helpers of u->pool that are free and on the calling thread, which takes
+ * every sub-operation no helper has taken yet, so the call finishes even
+ * when all helpers are busy.  Without a pool (u->pool NULL) they run one
+ * after another on the calling thread.  It returns when all n are done:
+ * 0, or the error of the lowest-numbered one that failed (copied to err).
+ *
+ * Each sub-operation gets a pt_user of its own: u's fields, with a random
+ * stream of its own (drawn from u's, which advances once per call).  fn
+ * may run on any thread: what it shares through arg it must share safely
+ * (each sub-operation writing only its own slot is enough; the call's
+ * return orders those writes before the caller's reads).  Sub-operations
+ * may call pt_user_parallel themselves.
+ */
+#define PT_PARALLEL_MAX 16
+typedef int (*pt_sub_fn)(pt_user *u, int i, void *arg, md_error *err);
+int pt_user_parallel(pt_user *u, int n, pt_sub_fn fn, void *arg, md_error *err);
+
+/* A pool of `nthreads` helper threads (0 is allowed: callers then run
+ * their sub-operations themselves), started now and kept until
+ * pt_pool_destroy, which waits for them; the runner makes one per run,
+ * with as many helpers as clients.  Caller owns *out. */
+int pt_pool_new(int nthreads, pt_pool **out, md_error *err);
+/* Stop and join the helpers; no pt_user_parallel may be running on p. */
+void pt_pool_destroy(pt_pool *p);
 
 /* One listener of an op the simulator ran as a custom execution (below): a
  * long-lived reader, such as a tailable cursor, on its own thread. */
@@ -418,6 +452,11 @@ typedef struct pt_cart_totals {
  */
 int pt_cart_check(md_db *db, int64_t n, const int64_t *initial, bool reserving,
                   pt_cart_totals *out, md_error *err);
+
+/* The two cart scenarios' count (their state from setup): adds the
+ * simulator's classes would have failed (the cart's push or, in 5.5, the
+ * reservation modified nothing), which their users go on without. */
+int64_t pt_cart_scenario_refused(void *state);
 
 /*
  * The concurrent workload the tests and tsan_carts run: `threads` clients,

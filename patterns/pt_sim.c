@@ -12,6 +12,8 @@
  * schedules of all ops are merged in start order, and C client threads
  * (processes x poolSize) take users from the front of that list, so a user
  * waits for a free client as a request waited for a free pooled connection.
+ * Sub-operations a user issues at once (pt_user_parallel) go to a pool of
+ * helper threads, as many as clients, started with them.
  * Each client records into its own histograms; they are merged after the
  * threads are joined, so measuring takes no lock the engines could feel.
  */
@@ -64,6 +66,7 @@ typedef struct sim {
     int64_t delay_ns, listen_ns; /* listeners: start after delay_ns, for listen_ns */
     atomic_llong next;
     atomic_llong done;
+    pt_pool *pool; /* the users' helpers (pt_user_parallel) */
 } sim;
 
 static int64_t mono_ns(void)
@@ -118,7 +121,8 @@ int64_t pt_op_listeners(const pt_op *op, const pt_run_opts *o)
 }
 
 /* A user's context: its own random stream, from the seed, its op and id. */
-static pt_user make_user(md_db *db, void *state, uint64_t seed, const sim_user *su, int client)
+static pt_user make_user(md_db *db, void *state, uint64_t seed, const sim_user *su, int client,
+                         pt_pool *pool)
 {
     return (pt_user){
         .db = db,
@@ -126,7 +130,181 @@ static pt_user make_user(md_db *db, void *state, uint64_t seed, const sim_user *
         .id = (uint64_t)su->id,
         .rng = splitmix64(seed ^ ((uint64_t)su->op << 40) ^ (uint64_t)su->id) | 1,
         .client = client,
+        .pool = pool,
     };
+}
+
+/* ---- a user's sub-operations at once (pt_user_parallel) -------------------------- */
+
+/*
+ * A call queues one job of n sub-operations on its pool, wakes up to n - 1
+ * helpers, and takes sub-operations of its own job until none is left to
+ * take; then it waits for those the helpers took.  A helper takes the next
+ * sub-operation of the oldest job in the queue.
+ *
+ *   job:  queued --(its n sub-ops taken)--> off the queue --(n done)--> caller returns
+ *
+ * pool->lock guards the queue, every queued job's `taken` and `done`, and
+ * `stop`; a sub-operation runs without it.  The job lives on the caller's
+ * stack: a helper's last touch of it is the signal of `finished`, made
+ * under the lock the caller must take to see done == n.
+ */
+typedef struct pt_job {
+    struct pt_job *next;
+    pt_user parent;           /* the caller's user */
+    uint64_t base;            /* sub-op i's random stream: from base + i */
+    pt_sub_fn fn;
+    void *arg;
+    int n, taken, done;
+    pthread_cond_t finished;  /* signalled when done reaches n */
+    int rc[PT_PARALLEL_MAX];
+    md_error err[PT_PARALLEL_MAX];
+} pt_job;
+
+struct pt_pool {
+    pthread_mutex_t lock;
+    pthread_cond_t work;      /* a job was queued, or stop was set */
+    pt_job *head, *tail;      /* jobs with sub-ops not yet taken, oldest first */
+    bool stop;
+    int nthreads;
+    pthread_t threads[];
+};
+
+/* The next sub-op of j (-1: all taken); the last one takes j off the
+ * queue.  Under p->lock when j is queued. */
+static int job_take(pt_pool *p, pt_job *j)
+{
+    if (j->taken == j->n)
+        return -1;
+    int i = j->taken++;
+    if (p && j->taken == j->n) {
+        pt_job **pp = &p->head, *prev = NULL;
+        while (*pp != j)
+            prev = *pp, pp = &(*pp)->next;
+        *pp = j->next;
+        if (p->tail == j)
+            p->tail = prev;
+        j->next = NULL;
+    }
+    return i;
+}
+
+static void job_run(pt_job *j, int i)
+{
+    pt_user sub = j->parent;
+    sub.rng = splitmix64(j->base + (uint64_t)i) | 1;
+    md_error_clear(&j->err[i]);
+    j->rc[i] = j->fn(&sub, i, j->arg, &j->err[i]);
+}
+
+static void *helper_main(void *arg)
+{
+    pt_pool *p = arg;
+    pthread_mutex_lock(&p->lock);
+    for (;;) {
+        while (!p->head && !p->stop)
+            pthread_cond_wait(&p->work, &p->lock);
+        if (!p->head)
+            break;
+        pt_job *j = p->head;
+        int i = job_take(p, j);
+        pthread_mutex_unlock(&p->lock);
+        job_run(j, i);
+        pthread_mutex_lock(&p->lock);
+        if (++j->done == j->n)
+            pthread_cond_signal(&j->finished);
+    }
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+}
+
+int pt_user_parallel(pt_user *u, int n, pt_sub_fn fn, void *arg, md_error *err)
+{
+    if (n < 0 || n > PT_PARALLEL_MAX)
+        return md_error_set(err, MD_EINVAL, MD_CODE_BAD_VALUE,
+                            "%d sub-operations (at most %d)", n, PT_PARALLEL_MAX);
+    uint64_t base = pt_rand(u);
+    pt_job j = {.parent = *u, .base = base, .fn = fn, .arg = arg, .n = n};
+    pt_pool *p = n > 1 && u->pool && u->pool->nthreads > 0 ? u->pool : NULL;
+    if (p) {
+        pthread_cond_init(&j.finished, NULL);
+        pthread_mutex_lock(&p->lock);
+        if (p->tail)
+            p->tail->next = &j;
+        else
+            p->head = &j;
+        p->tail = &j;
+        for (int k = 1; k < n && k <= p->nthreads; k++)
+            pthread_cond_signal(&p->work);
+        pthread_mutex_unlock(&p->lock);
+    }
+    for (;;) {
+        if (p)
+            pthread_mutex_lock(&p->lock);
+        int i = job_take(p, &j);
+        if (p)
+            pthread_mutex_unlock(&p->lock);
+        if (i < 0)
+            break;
+        job_run(&j, i);
+        if (p)
+            pthread_mutex_lock(&p->lock);
+        j.done++;
+        if (p)
+            pthread_mutex_unlock(&p->lock);
+    }
+    if (p) {
+        pthread_mutex_lock(&p->lock);
+        while (j.done < n)
+            pthread_cond_wait(&j.finished, &p->lock);
+        pthread_mutex_unlock(&p->lock);
+        pthread_cond_destroy(&j.finished);
+    }
+    for (int i = 0; i < n; i++) {
+        if (j.rc[i] != 0) {
+            if (err)
+                *err = j.err[i];
+            return j.rc[i];
+        }
+    }
+    return 0;
+}
+
+int pt_pool_new(int nthreads, pt_pool **out, md_error *err)
+{
+    *out = NULL;
+    if (nthreads < 0)
+        nthreads = 0;
+    pt_pool *p = calloc(1, sizeof *p + (size_t)nthreads * sizeof p->threads[0]);
+    if (!p)
+        return md_error_set(err, MD_ENOMEM, MD_CODE_INTERNAL_ERROR, "out of memory");
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_cond_init(&p->work, NULL);
+    for (; p->nthreads < nthreads; p->nthreads++) {
+        if (pthread_create(&p->threads[p->nthreads], NULL, helper_main, p) != 0) {
+            pt_pool_destroy(p);
+            return md_error_set(err, MD_ERROR, MD_CODE_INTERNAL_ERROR,
+                                "could not start helper thread %d of %d", p->nthreads,
+                                nthreads);
+        }
+    }
+    *out = p;
+    return 0;
+}
+
+void pt_pool_destroy(pt_pool *p)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->lock);
+    p->stop = true;
+    pthread_cond_broadcast(&p->work);
+    pthread_mutex_unlock(&p->lock);
+    for (int i = 0; i < p->nthreads; i++)
+        pthread_join(p->threads[i], NULL);
+    pthread_cond_destroy(&p->work);
+    pthread_mutex_destroy(&p->lock);
+    free(p);
 }
 
 static void *client_main(void *arg)
@@ -152,7 +330,7 @@ static void *client_main(void *arg)
             sleep_until_ns(start);
             begin = mono_ns();
         }
-        pt_user u = make_user(s->db, s->state, s->seed, su, c->index);
+        pt_user u = make_user(s->db, s->state, s->seed, su, c->index, s->pool);
         md_error err;
         md_error_clear(&err);
         int rc = s->sc->ops[su->op].run(&u, &err);
@@ -440,6 +618,12 @@ static int run_users(sim *s, const pt_run_opts *o, pt_run_result *r)
     sim_client *cl = calloc((size_t)nclients, sizeof *cl);
     if (!cl)
         return MD_ENOMEM;
+    /* As many helpers as clients: the pool's connections a user's
+     * sub-operations may take besides its own. */
+    if (pt_pool_new(nclients, &s->pool, NULL) != 0) {
+        free(cl);
+        return MD_ERROR;
+    }
     s->t0_ns = mono_ns() + 20 * 1000000; /* let the clients start first */
     s->stop_ns = o->max_run_s > 0 ? s->t0_ns + (int64_t)(o->max_run_s * 1e9) : INT64_MAX;
     s->delay_ns = (int64_t)o->resolution_ms * 1000000;
@@ -468,6 +652,8 @@ static int run_users(sim *s, const pt_run_opts *o, pt_run_result *r)
             pthread_join(ls[i].thread, NULL);
         free(ls);
         free(cl);
+        pt_pool_destroy(s->pool);
+        s->pool = NULL;
         return MD_ERROR;
     }
     while (atomic_load(&s->done) < s->nusers && started == nclients) {
@@ -494,19 +680,24 @@ static int run_users(sim *s, const pt_run_opts *o, pt_run_result *r)
             last_end = ls[i].l.last_ns;
     }
     free(ls);
+    pt_pool_destroy(s->pool);
+    s->pool = NULL;
     r->runtime_s = (double)(last_end - s->t0_ns) / 1e9;
     free(cl);
     return rc;
 }
 
 /* One iteration's users of sc, back to back by this thread, on a fresh
- * database in a new directory under `parent`: each op's mean time. */
+ * database in a new directory under `parent`: each op's mean time.  A
+ * user's sub-operations (pt_user_parallel) still run at once, on helpers
+ * of its own. */
 static int service_times(const pt_scenario *sc, const pt_run_opts *o, const char *parent,
                          pt_run_result *r, md_error *err)
 {
     char dir[4096];
     md_db *db = NULL;
     void *state = NULL;
+    pt_pool *pool = NULL;
     pt_run_opts one = *o;
     int64_t n, sum_ns[PT_MAX_OPS] = {0};
     one.iterations = 1;
@@ -517,6 +708,8 @@ static int service_times(const pt_scenario *sc, const pt_run_opts *o, const char
     sim_user *users = build_schedule(sc, &one, &n);
     int rc = users ? open_db(dir, o, &db, err)
                    : md_error_set(err, MD_ENOMEM, MD_CODE_INTERNAL_ERROR, "out of memory");
+    if (rc == 0)
+        rc = pt_pool_new(PT_PARALLEL_MAX - 1, &pool, err);
     pt_setup_args args = {.users = n, .quick = o->quick};
     if (rc == 0 && sc->setup)
         rc = sc->setup(db, &args, &state, err);
@@ -525,7 +718,7 @@ static int service_times(const pt_scenario *sc, const pt_run_opts *o, const char
         const sim_user *su = &users[i];
         if (sc->ops[su->op].needs_peers)
             continue;
-        pt_user u = make_user(db, state, o->seed, su, 0);
+        pt_user u = make_user(db, state, o->seed, su, 0, pool);
         md_error uerr;
         int64_t t = mono_ns();
         if (sc->ops[su->op].run(&u, &uerr) == 0) {
@@ -538,6 +731,7 @@ static int service_times(const pt_scenario *sc, const pt_run_opts *o, const char
             r->ops[j].service_ms = (double)sum_ns[j] / (double)r->ops[j].service_users / 1e6;
     if (set_up)
         pt_scenario_destroy(sc, state);
+    pt_pool_destroy(pool);
     md_db_close(db);
     free(users);
     nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);

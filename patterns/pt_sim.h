@@ -22,6 +22,12 @@
  *                   v  a free client takes the earliest user not yet taken,
  *   client 0..C-1      sleeps until its start time, runs op->run(user)
  *
+ * A user may issue sub-operations at once (pt_user_parallel, patterns.h),
+ * as the simulator's scripts issued several calls without waiting, each on
+ * another pooled connection: a fixed set of helper threads, as many as
+ * clients, started once per run, takes them, and the user's own client
+ * takes any no helper is free for.
+ *
  * An op the simulator ran as a custom execution (pt_op.listen: topics.js's
  * listeners) has no users: its listeners get threads of their own, start
  * one iteration into the run, listen for `iterations` iterations, and

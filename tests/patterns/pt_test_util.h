@@ -187,6 +187,7 @@ typedef struct ptt_run {
     int64_t users[PTT_MAX_OPS];             /* users to run, per op */
     atomic_int_fast64_t next_id[PTT_MAX_OPS]; /* user ids handed out, per op */
     ptt_errors err;
+    pt_pool *pool;                           /* the users' helpers, one per client */
 } ptt_run;
 
 typedef struct ptt_client {
@@ -227,7 +228,7 @@ static inline void *ptt_client_main(void *arg)
         pt_user u = {.db = r->db, .state = r->state, .id = (uint64_t)id,
                      .rng = 0x9e3779b97f4a7c15ull ^ ((uint64_t)(id + 1) * 0xbf58476d1ce4e5b9ull) ^
                             ((uint64_t)k << 62),
-                     .client = c->client};
+                     .client = c->client, .pool = r->pool};
         if (u.rng == 0)
             u.rng = 1;
         md_error err;
@@ -240,7 +241,8 @@ static inline void *ptt_client_main(void *arg)
 }
 
 /* Run users[k] users of ops[k] (k < nops) interleaved, from `nthreads`
- * client threads sharing `db` and `state`; returns the number of users
+ * client threads sharing `db` and `state` and a pool of `nthreads`
+ * helpers for their sub-operations, as the runner's; returns the number of users
  * whose run failed (the first failure's message in first_error, a buffer
  * of 256 bytes, if not NULL). */
 static inline int ptt_run_ops(md_db *db, void *state, int nops, const pt_op *const *ops,
@@ -258,12 +260,15 @@ static inline int ptt_run_ops(md_db *db, void *state, int nops, const pt_op *con
     ptt_client cl[64];
     if (nthreads > 64)
         nthreads = 64;
+    md_error perr;
+    cr_assert_eq(pt_pool_new(nthreads, &r.pool, &perr), 0, "%s", perr.message);
     for (int i = 0; i < nthreads; i++) {
         cl[i] = (ptt_client){.run = &r, .client = i};
         cr_assert_eq(pthread_create(&th[i], NULL, ptt_client_main, &cl[i]), 0);
     }
     for (int i = 0; i < nthreads; i++)
         pthread_join(th[i], NULL);
+    pt_pool_destroy(r.pool);
     ptt_errors_destroy(&r.err);
     if (first_error)
         snprintf(first_error, 256, "%s", r.err.first);

@@ -4,7 +4,8 @@
  * engine: the cart operations leave the inventory alone, checkout takes
  * every line or none (giving back what it took when one line is short),
  * every failure point followed by the cleanup job, many clients racing
- * the cleanup job on a small stock, and the scenario.  After each step
+ * the cleanup job on a small stock, and the scenario (the simulator's
+ * classes, patterns/cart_sim.c).  After each step
  * the invariants (pt_cart_check) must hold.
  */
 #include <time.h>
@@ -296,10 +297,36 @@ Test(cart_no_reservation, scenario_checks_out_every_user)
     const pt_scenario *sc = pt_pattern_cart_no_reservation.scenarios[0];
     cr_assert_str_eq(pt_pattern_cart_no_reservation.section, "5.6");
     cr_assert_str_eq(pt_pattern_cart_no_reservation.book_winner, "mmapv1");
+    cr_assert_not_null(sc->note);
     ptt_db t;
     PTT_FOR_EACH_ENGINE(t)
     {
         void *state = run_scenario(&t, sc);
+        pt_scenario_destroy(sc, state);
+    }
+}
+
+/* The simulator's checkout without stock: the cart got its 5 lines, every
+ * line's reservation modifies nothing, none is given back (none was
+ * taken), and the checkout fails before the order: the cart stays active,
+ * the inventories untouched. */
+Test(cart_no_reservation, scenario_user_without_stock_fails_its_checkout_and_takes_nothing)
+{
+    const pt_scenario *sc = pt_pattern_cart_no_reservation.scenarios[0];
+    ptt_db t;
+    PTT_FOR_EACH_ENGINE(t)
+    {
+        void *state = run_user_without_stock(&t, sc, "out of stock");
+        md_error err;
+        cr_assert_eq(pt_cart_scenario_refused(state), 0, "[%s]", t.engine);
+        cr_assert_eq(ptt_count(&t, "carts",
+                               "{\"state\": \"active\", \"products\": {\"$size\": 5}}"),
+                     1, "[%s]", t.engine);
+        cr_assert_eq(ptt_count(&t, "orders", "{}"), 0);
+        cr_assert_eq(ptt_count(&t, "inventories", "{\"reservations.0\": {\"$exists\": true}}"),
+                     0);
+        cr_assert_eq(ptt_count(&t, "inventories", "{\"quantity\": {\"$ne\": 0}}"), 0);
+        cr_assert_eq(sc->check(t.db, state, &err), 0, "[%s] %s", t.engine, err.message);
         pt_scenario_destroy(sc, state);
     }
 }

@@ -4,7 +4,8 @@
  * operation's effect on carts, inventories and orders, the rollback
  * paths, the book's two indexes in the plans, the expiry job, every
  * failure point of every protocol followed by the cleanup job, many
- * clients racing the expiry job on a small stock, and the scenario.
+ * clients racing the expiry job on a small stock, and the scenario (the
+ * simulator's classes, patterns/cart_sim.c).
  * After each step the invariants (pt_cart_check) must hold.
  */
 #include <time.h>
@@ -496,11 +497,33 @@ Test(cart_reservation, scenario_checks_out_every_user)
     cr_assert_str_eq(pt_pattern_cart_reservation.section, "5.5");
     cr_assert_str_eq(pt_pattern_cart_reservation.book_winner, "mmapv1");
     cr_assert_eq(sc->ops[0].users, 1000);
+    cr_assert_not_null(sc->note);
     ptt_db t;
     PTT_FOR_EACH_ENGINE(t)
     {
         void *state = run_scenario(&t, sc);
         cr_assert_eq(ptt_count(&t, "carts", "{\"state\": \"completed\"}"), 40);
+        pt_scenario_destroy(sc, state);
+    }
+}
+
+/* The simulator's Cart.add without stock: every reservation modifies
+ * nothing, so each add pulls its line again and counts as refused; the
+ * checkout then inserts an empty order and marks the cart completed, and
+ * fails where the simulator's did, finding no reservation to commit. */
+Test(cart_reservation, scenario_user_without_stock_keeps_no_line_and_fails_at_commit)
+{
+    const pt_scenario *sc = pt_pattern_cart_reservation.scenarios[0];
+    ptt_db t;
+    PTT_FOR_EACH_ENGINE(t)
+    {
+        void *state = run_user_without_stock(&t, sc, "no reservations");
+        md_error err;
+        cr_assert_eq(pt_cart_scenario_refused(state), 5, "[%s]", t.engine);
+        cr_assert_eq(ptt_count(&t, "carts", "{\"products\": {\"$size\": 0}}"), 1);
+        cr_assert_eq(ptt_count(&t, "orders", "{\"products\": {\"$size\": 0}}"), 1);
+        cr_assert_eq(ptt_count(&t, "inventories", "{\"quantity\": {\"$ne\": 0}}"), 0);
+        cr_assert_eq(sc->check(t.db, state, &err), 0, "[%s] %s", t.engine, err.message);
         pt_scenario_destroy(sc, state);
     }
 }

@@ -9,6 +9,7 @@
 #ifndef TEST_CART_UTIL_H
 #define TEST_CART_UTIL_H
 
+#include "cart_common.h"
 #include "pt_test_util.h"
 
 #ifndef CART_RESERVES
@@ -132,9 +133,12 @@ static inline void race_expiry_job(bool reserving, uint64_t seed_value)
     }
 }
 
-/* The chapter's scenario: setup, its one op by 40 users on 4 clients and
- * its check must all succeed, and leave 40 orders.  The caller destroys
- * the returned state. */
+/* The chapter's scenario, as the simulator ran it: setup, its one op by
+ * 40 users on 4 clients (with 4 helpers for the adds issued at once) and
+ * its check must all succeed, and leave 40 carts completed with 5 lines
+ * each, under the simulator's field names (modified_on), 40 orders of 5
+ * lines, no add refused, and 200 units sold, none left reserved, every
+ * product conserved.  The caller destroys the returned state. */
 static inline void *run_scenario(ptt_db *t, const pt_scenario *sc)
 {
     md_error err;
@@ -145,7 +149,43 @@ static inline void *run_scenario(ptt_db *t, const pt_scenario *sc)
     int bad = ptt_run_op(t->db, state, &sc->ops[0], 4, 40, first);
     cr_assert_eq(bad, 0, "[%s] %s", t->engine, first);
     cr_assert_eq(sc->check(t->db, state, &err), 0, "[%s] %s", t->engine, err.message);
+    cr_assert_eq(pt_cart_scenario_refused(state), 0, "[%s]", t->engine);
+    cr_assert_eq(ptt_count(t, "carts", "{}"), 40, "[%s]", t->engine);
+    cr_assert_eq(ptt_count(t, "carts",
+                           "{\"state\": \"completed\", \"products\": {\"$size\": 5}, "
+                           "\"modified_on\": {\"$exists\": true}}"),
+                 40, "[%s] every cart completed with its 5 lines", t->engine);
     cr_assert_eq(ptt_count(t, "orders", "{}"), 40);
+    cr_assert_eq(ptt_count(t, "orders", "{\"products\": {\"$size\": 5}}"), 40, "[%s]",
+                 t->engine);
+    pt_cart_scenario_state *st = state;
+    pt_cart_totals tot;
+    must_hold(t, st->nproducts, st->initial, &tot);
+    cr_assert_eq(tot.sold, 200, "[%s] sold %lld", t->engine, (long long)tot.sold);
+    cr_assert_eq(tot.reserved, 0, "[%s]", t->engine);
+    cr_assert_eq(tot.reservations, 0, "[%s]", t->engine);
+    cr_assert_eq(tot.available, st->nproducts * CART_SCENARIO_STOCK - 200, "[%s]", t->engine);
+    return state;
+}
+
+/* The scenario's setup with every inventory emptied (the state's initial
+ * stock too), then one user, which must fail with a message containing
+ * `why`.  The caller destroys the returned state. */
+static inline void *run_user_without_stock(ptt_db *t, const pt_scenario *sc, const char *why)
+{
+    md_error err;
+    void *state = NULL;
+    pt_setup_args a = {.users = 1, .quick = true};
+    char first[256];
+    cr_assert_eq(sc->setup(t->db, &a, &state, &err), 0, "[%s] %s", t->engine, err.message);
+    pt_cart_scenario_state *st = state;
+    for (int64_t i = 0; i < st->nproducts; i++)
+        st->initial[i] = 0;
+    bson_destroy(PTT_OK(t, "{\"update\": \"inventories\", \"updates\": [{\"q\": {}, "
+                           "\"u\": {\"$set\": {\"quantity\": 0}}, \"multi\": true}]}"));
+    int bad = ptt_run_op(t->db, state, &sc->ops[0], 1, 1, first);
+    cr_assert_eq(bad, 1, "[%s] the user must fail", t->engine);
+    cr_assert(strstr(first, why), "[%s] %s", t->engine, first);
     return state;
 }
 

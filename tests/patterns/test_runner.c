@@ -6,7 +6,11 @@
  * (a tie within 10%) and the agree count, and a small scenario of its own
  * (counters bumped with $inc and read back, invariant: the sum of the
  * counters equals the bumps) run end to end on btree and mmapv1, plus a
- * scenario whose op fails and one whose check fails.
+ * scenario whose op fails and one whose check fails; and a user's
+ * sub-operations at once (pt_user_parallel): that they overlap on the
+ * pool's helpers, also inside a run, that without helpers they run one
+ * after another, and that all run and the lowest failing one's error is
+ * returned.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -546,5 +550,135 @@ Test(runner_sim, listeners_record_the_gaps_between_documents)
     int64_t span = t_listen_until_ns - t_listen_started_ns;
     cr_assert(span > 60 * 1000000LL && span <= 100 * 1000000LL, "listened %lld ns",
               (long long)span);
+    free(r);
+}
+
+/* ---- a user's sub-operations at once (pt_user_parallel) ------------------------ */
+
+/* Two sub-operations that each wait (up to t_meet_ms) for the other to
+ * have started: they succeed only when they run at the same time. */
+typedef struct t_meet {
+    atomic_int started;
+    int wait_ms;
+    uint64_t rng[PT_PARALLEL_MAX];
+    uint64_t id[PT_PARALLEL_MAX];
+} t_meet;
+
+static int t_meet_sub(pt_user *u, int i, void *arg, md_error *err)
+{
+    t_meet *m = arg;
+    m->rng[i] = u->rng;
+    m->id[i] = u->id;
+    atomic_fetch_add(&m->started, 1);
+    for (int waited = 0; atomic_load(&m->started) < 2; waited++) {
+        if (waited >= m->wait_ms)
+            return md_error_set(err, MD_ERROR, 8, "sub-operation %d ran alone", i);
+        ptt_sleep_ms(1);
+    }
+    return 0;
+}
+
+Test(runner_parallel, sub_operations_run_at_once_on_the_pools_helpers)
+{
+    pt_pool *pool;
+    md_error err;
+    cr_assert_eq(pt_pool_new(2, &pool, &err), 0, "%s", err.message);
+    pt_user u = {.id = 7, .rng = 99, .pool = pool};
+    for (int round = 0; round < 20; round++) {
+        t_meet m = {.wait_ms = 5000};
+        uint64_t before = u.rng;
+        int rc = pt_user_parallel(&u, 2, t_meet_sub, &m, &err);
+        cr_assert_eq(rc, 0, "round %d: %s", round, err.message);
+        cr_assert_eq(atomic_load(&m.started), 2);
+        cr_assert_neq(u.rng, before, "the caller's stream advances once per call");
+        cr_assert_neq(m.rng[0], m.rng[1], "each sub-operation has a stream of its own");
+        cr_assert(m.rng[0] != 0 && m.rng[1] != 0);
+        cr_assert_eq(m.id[0], 7);
+        cr_assert_eq(m.id[1], 7);
+    }
+    pt_pool_destroy(pool);
+}
+
+/* Without free helpers the caller runs them one after another: the two
+ * waiting sub-operations then cannot meet, which shows the test above can
+ * fail. */
+Test(runner_parallel, without_helpers_sub_operations_run_one_after_another)
+{
+    pt_pool *pool;
+    md_error err;
+    cr_assert_eq(pt_pool_new(0, &pool, &err), 0, "%s", err.message);
+    pt_user with_empty_pool = {.rng = 5, .pool = pool}, without_pool = {.rng = 5};
+    pt_user *users[2] = {&with_empty_pool, &without_pool};
+    for (int k = 0; k < 2; k++) {
+        t_meet m = {.wait_ms = 50};
+        int rc = pt_user_parallel(users[k], 2, t_meet_sub, &m, &err);
+        cr_assert_eq(rc, MD_ERROR, "case %d", k);
+        cr_assert_str_eq(err.message, "sub-operation 0 ran alone", "case %d", k);
+        cr_assert_eq(atomic_load(&m.started), 2, "case %d: both ran", k);
+    }
+    pt_pool_destroy(pool);
+}
+
+static int t_fail_odd(pt_user *u, int i, void *arg, md_error *err)
+{
+    atomic_int *ran = arg;
+    atomic_fetch_add(ran, 1);
+    ptt_sleep_ms(i == 1 ? 20 : 1); /* sub-op 3 fails first */
+    if (i % 2)
+        return md_error_set(err, i == 1 ? MD_ENOMEM : MD_EINVAL, 8, "sub-operation %d failed", i);
+    return 0;
+}
+
+Test(runner_parallel, every_sub_operation_runs_and_the_lowest_failing_ones_error_is_returned)
+{
+    pt_pool *pool;
+    md_error err;
+    cr_assert_eq(pt_pool_new(4, &pool, &err), 0, "%s", err.message);
+    pt_user u = {.rng = 3, .pool = pool};
+    atomic_int ran = 0;
+    int rc = pt_user_parallel(&u, 5, t_fail_odd, &ran, &err);
+    cr_assert_eq(rc, MD_ENOMEM, "rc %d", rc);
+    cr_assert_str_eq(err.message, "sub-operation 1 failed");
+    cr_assert_eq(atomic_load(&ran), 5, "all 5 ran although two failed");
+    atomic_store(&ran, 0);
+    cr_assert_eq(pt_user_parallel(&u, 2, t_fail_odd, &ran, &err), MD_ENOMEM);
+    cr_assert_eq(pt_user_parallel(&u, 0, t_fail_odd, &ran, &err), 0);
+    cr_assert_eq(atomic_load(&ran), 2);
+    cr_assert_eq(pt_user_parallel(&u, PT_PARALLEL_MAX + 1, t_fail_odd, &ran, &err), MD_EINVAL);
+    cr_assert_eq(atomic_load(&ran), 2, "too many: none ran");
+    pt_pool_destroy(pool);
+}
+
+/* A scenario's user on the runner: one client (so one user at a time),
+ * whose two sub-operations must still meet, on the run's helpers. */
+static int t_user_meets(pt_user *u, md_error *err)
+{
+    t_meet m = {.wait_ms = 5000};
+    return pt_user_parallel(u, 2, t_meet_sub, &m, err);
+}
+
+Test(runner_parallel, a_scenario_users_sub_operations_overlap_on_the_runs_helpers)
+{
+    pt_scenario sc = t_scenario;
+    sc.nops = 1;
+    sc.ops[0].run = t_user_meets;
+    sc.ops[0].users = 1000 / 10; /* one user per 10 ms iteration */
+    sc.check = NULL;
+    pt_run_opts o;
+    t_small_opts(&o, "btree");
+    o.resolution_ms = 10;
+    o.iterations = 5;
+    o.processes = 1;
+    o.pool_size = 1;
+    o.service = true;
+    pt_run_result *r = calloc(1, sizeof *r);
+    md_error err;
+    cr_assert_eq(pt_run_scenario(&sc, &o, r, &err), 0, "%s", err.message);
+    cr_assert_eq(r->clients, 1);
+    cr_assert(r->ok, "%s", r->ops[0].first_error);
+    cr_assert_eq(r->ops[0].users, 5);
+    cr_assert_eq(r->ops[0].errors, 0);
+    cr_assert_eq(r->ops[0].service_users, 1, "the service run's user met too: %s",
+                 r->service_error);
     free(r);
 }
