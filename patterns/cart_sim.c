@@ -58,7 +58,11 @@
  *     so the check can pair every order with its cart; the insert is the
  *     same size and cost;
  *   - products have a price (the simulator's had none: its lines held no
- *     price and its order total was NaN).
+ *     price and its order total was NaN);
+ *   - a user keeps its client for its whole script and its other adds go
+ *     to the run's helper threads (pt_user_parallel), so past saturation
+ *     up to twice the simulator's 200 connections' operations can be in
+ *     flight at once (its users' requests shared the 200).
  */
 #include <stdatomic.h>
 #include <string.h>
