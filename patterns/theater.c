@@ -190,6 +190,24 @@ void th_append_plan(bson_t *doc, int rows, int cols)
     bson_append_array_end(doc, &seats);
 }
 
+void th_append_take_seats(bson_t *q, bson_t *u, const pt_seat *seats, int n)
+{
+    bson_t and, sel, set;
+    char path[64], k[16];
+    BSON_APPEND_ARRAY_BEGIN(q, "$and", &and);
+    BSON_APPEND_DOCUMENT_BEGIN(u, "$set", &set);
+    for (int i = 0; i < n; i++) {
+        snprintf(k, sizeof k, "%d", i);
+        snprintf(path, sizeof path, "seats.%d.%d", seats[i].row, seats[i].col);
+        bson_append_document_begin(&and, k, -1, &sel);
+        bson_append_int32(&sel, path, -1, 0);
+        bson_append_document_end(&and, &sel);
+        bson_append_int32(&set, path, -1, 1);
+    }
+    bson_append_array_end(q, &and);
+    bson_append_document_end(u, &set);
+}
+
 int pt_theater_create(md_db *db, int64_t theater_id, const char *name, int rows, int cols,
                       md_error *err)
 {
@@ -317,8 +335,7 @@ int pt_theater_release(md_db *db, int64_t session_id, int64_t cart_id, const pt_
 int pt_theater_reserve(md_db *db, int64_t cart_id, int64_t session_id, const pt_seat *seats,
                        int n, const pt_theater_opts *o, md_error *err)
 {
-    bson_t session, q = BSON_INITIALIZER, u = BSON_INITIALIZER, and, sel, set, inc, push, res;
-    char path[64], k[16];
+    bson_t session, q = BSON_INITIALIZER, u = BSON_INITIALIZER, set, inc, push, res;
     int64_t nmod = 0, price;
     int writes = 0, rc;
     if (n <= 0)
@@ -336,18 +353,7 @@ int pt_theater_reserve(md_db *db, int64_t cart_id, int64_t session_id, const pt_
 
     /* 1: take the seats, all or none */
     BSON_APPEND_INT64(&q, "_id", session_id);
-    BSON_APPEND_ARRAY_BEGIN(&q, "$and", &and);
-    BSON_APPEND_DOCUMENT_BEGIN(&u, "$set", &set);
-    for (int i = 0; i < n; i++) {
-        snprintf(k, sizeof k, "%d", i);
-        snprintf(path, sizeof path, "seats.%d.%d", seats[i].row, seats[i].col);
-        bson_append_document_begin(&and, k, -1, &sel);
-        bson_append_int32(&sel, path, -1, 0);
-        bson_append_document_end(&and, &sel);
-        bson_append_int32(&set, path, -1, 1);
-    }
-    bson_append_array_end(&q, &and);
-    bson_append_document_end(&u, &set);
+    th_append_take_seats(&q, &u, seats, n);
     BSON_APPEND_DOCUMENT_BEGIN(&u, "$inc", &inc);
     BSON_APPEND_INT64(&inc, "seatsAvailable", -(int64_t)n);
     bson_append_document_end(&u, &inc);

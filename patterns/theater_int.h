@@ -26,5 +26,8 @@ int th_parse_seats(const bson_iter_t *arr_it, pt_seat **out, int *n);
 int64_t th_i64(const bson_t *doc, const char *path, int64_t dflt);
 /* doc.seats: rows arrays of cols free seats (int32 0s). */
 void th_append_plan(bson_t *doc, int rows, int cols);
+/* Taking n seats, all or none: q.$and = [{"seats.r.c": 0}, ...] (each still
+ * free) and u.$set = {"seats.r.c": 1, ...}. */
+void th_append_take_seats(bson_t *q, bson_t *u, const pt_seat *seats, int n);
 
 #endif

@@ -260,24 +260,12 @@ static void th_sim_append_reservation(bson_t *parent, const char *key, const cha
 static int th_sim_reserve(md_db *db, double cart, const char *sid, const char *tid,
                           const pt_seat *seats, int n, md_error *err)
 {
-    bson_t q = BSON_INITIALIZER, u = BSON_INITIALIZER, and, sel, set, inc, push;
+    bson_t q = BSON_INITIALIZER, u = BSON_INITIALIZER, inc, push;
     bson_value_t cart_id = {.value_type = BSON_TYPE_DOUBLE, .value.v_double = cart};
-    char path[64], k[16];
     int64_t nmod = 0;
     BSON_APPEND_UTF8(&q, "_id", sid);
     BSON_APPEND_UTF8(&q, "theaterId", tid);
-    BSON_APPEND_ARRAY_BEGIN(&q, "$and", &and);
-    BSON_APPEND_DOCUMENT_BEGIN(&u, "$set", &set);
-    for (int i = 0; i < n; i++) {
-        snprintf(k, sizeof k, "%d", i);
-        snprintf(path, sizeof path, "seats.%d.%d", seats[i].row, seats[i].col);
-        bson_append_document_begin(&and, k, -1, &sel);
-        bson_append_int32(&sel, path, -1, 0);
-        bson_append_document_end(&and, &sel);
-        bson_append_int32(&set, path, -1, 1);
-    }
-    bson_append_array_end(&q, &and);
-    bson_append_document_end(&u, &set);
+    th_append_take_seats(&q, &u, seats, n);
     BSON_APPEND_DOCUMENT_BEGIN(&u, "$inc", &inc);
     BSON_APPEND_INT32(&inc, "seatsAvailable", -n);
     bson_append_document_end(&u, &inc);

@@ -145,6 +145,22 @@ static inline int64_t ptt_count(ptt_db *t, const char *coll, const char *filter)
     return n;
 }
 
+/* The first document of `coll` matching the JSON `filter`, which must
+ * exist; the caller destroys it. */
+static inline bson_t *ptt_first_doc(ptt_db *t, const char *coll, const char *filter)
+{
+    bson_t *r = PTT_OK(t, "{\"find\": \"%s\", \"filter\": %s}", coll, filter);
+    bson_iter_t it;
+    const uint8_t *data;
+    uint32_t len;
+    cr_assert(ptt_find(r, "cursor.firstBatch.0", &it) && BSON_ITER_HOLDS_DOCUMENT(&it),
+              "[%s] nothing in %s matches %s", t->engine, coll, filter);
+    bson_iter_document(&it, &len, &data);
+    bson_t *doc = bson_new_from_data(data, len);
+    bson_destroy(r);
+    return doc;
+}
+
 /* The explain (queryPlanner) of the command `inner`, e.g. a find with a sort;
  * the caller destroys it. */
 static inline bson_t *ptt_explain(ptt_db *t, const char *inner)

@@ -36,19 +36,10 @@ static int64_t balance(ptt_db *t, const char *name)
 
 static bson_t *txn_doc(ptt_db *t, const bson_oid_t *id)
 {
-    char h[25];
+    char h[25], f[64];
     bson_oid_to_string(id, h);
-    bson_t *r = PTT_OK(t, "{\"find\": \"transactions\", \"filter\": {\"_id\": {\"$oid\": \"%s\"}}}",
-                       h);
-    bson_iter_t it;
-    cr_assert(ptt_find(r, "cursor.firstBatch.0", &it) && BSON_ITER_HOLDS_DOCUMENT(&it),
-              "[%s] no transaction %s", t->engine, h);
-    const uint8_t *data;
-    uint32_t len;
-    bson_iter_document(&it, &len, &data);
-    bson_t *doc = bson_new_from_data(data, len);
-    bson_destroy(r);
-    return doc;
+    snprintf(f, sizeof f, "{\"_id\": {\"$oid\": \"%s\"}}", h);
+    return ptt_first_doc(t, "transactions", f);
 }
 
 static void expect_state(ptt_db *t, const bson_oid_t *id, const char *state)
@@ -519,21 +510,6 @@ static bool holds_int32(const bson_t *doc, const char *path, int32_t v)
     return ptt_find(doc, path, &it) && BSON_ITER_HOLDS_INT32(&it) && bson_iter_int32(&it) == v;
 }
 
-/* The first document of coll matching the JSON filter (caller destroys). */
-static bson_t *first_doc(ptt_db *t, const char *coll, const char *filter)
-{
-    bson_t *r = PTT_OK(t, "{\"find\": \"%s\", \"filter\": %s}", coll, filter);
-    bson_iter_t it;
-    cr_assert(ptt_find(r, "cursor.firstBatch.0", &it) && BSON_ITER_HOLDS_DOCUMENT(&it),
-              "[%s] nothing in %s matches %s", t->engine, coll, filter);
-    const uint8_t *data;
-    uint32_t len;
-    bson_iter_document(&it, &len, &data);
-    bson_t *doc = bson_new_from_data(data, len);
-    bson_destroy(r);
-    return doc;
-}
-
 static int64_t doc_metric(ptt_db *t, const char *what)
 {
     char path[64];
@@ -568,7 +544,7 @@ Test(pt_account, scenario_setup_makes_the_simulators_accounts_and_index)
         cr_assert_eq(ptt_count(&t, "account", "{\"name\": {\"$type\": \"int\"}, "
                                               "\"balance\": {\"$type\": \"int\"}}"), 1000,
                      "[%s] names and balances are int32, as the driver sent them", t.engine);
-        bson_t *d = first_doc(&t, "account", "{\"name\": 999}");
+        bson_t *d = ptt_first_doc(&t, "account", "{\"name\": 999}");
         cr_assert(keys_are(d, acct_keys, 4), "[%s] account 999 is not {_id, name, balance, "
                                              "pendingTransactions}", t.engine);
         cr_assert(holds_int32(d, "balance", 100000));
@@ -606,7 +582,7 @@ Test(pt_account, scenario_transfer_writes_what_the_simulator_wrote)
         cr_assert_eq(doc_metric(&t, "inserted") - inserted, 1, "[%s]", t.engine);
         cr_assert_eq(doc_metric(&t, "updated") - updated, 7, "[%s]", t.engine);
         cr_assert_eq(ptt_count(&t, "transactions", "{}"), 1);
-        bson_t *x = first_doc(&t, "transactions", "{}");
+        bson_t *x = ptt_first_doc(&t, "transactions", "{}");
         cr_assert(keys_are(x, txn_keys, 5), "[%s] the transaction is not {_id, source, "
                                             "destination, amount, state}", t.engine);
         cr_assert_str_eq(ptt_str(x, "state"), "done");
@@ -619,9 +595,9 @@ Test(pt_account, scenario_transfer_writes_what_the_simulator_wrote)
         cr_assert(src != dst && src >= 0 && src < 1000 && dst >= 0 && dst < 1000);
         bson_destroy(x);
         snprintf(f, sizeof f, "{\"name\": %d}", src);
-        bson_t *a = first_doc(&t, "account", f);
+        bson_t *a = ptt_first_doc(&t, "account", f);
         snprintf(f, sizeof f, "{\"name\": %d}", dst);
-        bson_t *b = first_doc(&t, "account", f);
+        bson_t *b = ptt_first_doc(&t, "account", f);
         cr_assert(holds_int32(a, "balance", 99900), "[%s] the source is debited", t.engine);
         cr_assert(holds_int32(b, "balance", 100100), "[%s] the destination is credited",
                   t.engine);

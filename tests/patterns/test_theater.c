@@ -28,17 +28,9 @@ static void setup_theater(ptt_db *t, int64_t nsessions, int rows, int cols)
 
 static bson_t *find_one(ptt_db *t, const char *coll, int64_t id)
 {
-    bson_t *r = PTT_OK(t, "{\"find\": \"%s\", \"filter\": {\"_id\": {\"$numberLong\": \"%lld\"}}}",
-                       coll, (long long)id);
-    bson_iter_t it;
-    cr_assert(ptt_find(r, "cursor.firstBatch.0", &it) && BSON_ITER_HOLDS_DOCUMENT(&it),
-              "[%s] no %s %lld", t->engine, coll, (long long)id);
-    const uint8_t *data;
-    uint32_t len;
-    bson_iter_document(&it, &len, &data);
-    bson_t *doc = bson_new_from_data(data, len);
-    bson_destroy(r);
-    return doc;
+    char f[64];
+    snprintf(f, sizeof f, "{\"_id\": {\"$numberLong\": \"%lld\"}}", (long long)id);
+    return ptt_first_doc(t, coll, f);
 }
 
 static int seat_of(ptt_db *t, int64_t session, int r, int c)
@@ -503,31 +495,16 @@ static void *scenario_setup(ptt_db *t, int64_t users)
 /* The document of coll with string _id `id` (caller destroys). */
 static bson_t *find_str(ptt_db *t, const char *coll, const char *id)
 {
-    bson_t *r = PTT_OK(t, "{\"find\": \"%s\", \"filter\": {\"_id\": \"%s\"}}", coll, id);
-    bson_iter_t it;
-    cr_assert(ptt_find(r, "cursor.firstBatch.0", &it) && BSON_ITER_HOLDS_DOCUMENT(&it),
-              "[%s] no %s %s", t->engine, coll, id);
-    const uint8_t *data;
-    uint32_t len;
-    bson_iter_document(&it, &len, &data);
-    bson_t *doc = bson_new_from_data(data, len);
-    bson_destroy(r);
-    return doc;
+    char f[128];
+    snprintf(f, sizeof f, "{\"_id\": \"%s\"}", id);
+    return ptt_first_doc(t, coll, f);
 }
 
 /* The only document of coll (caller destroys). */
 static bson_t *find_only(ptt_db *t, const char *coll)
 {
     cr_assert_eq(ptt_count(t, coll, "{}"), 1, "[%s] one %s", t->engine, coll);
-    bson_t *r = PTT_OK(t, "{\"find\": \"%s\", \"filter\": {}}", coll);
-    bson_iter_t it;
-    cr_assert(ptt_find(r, "cursor.firstBatch.0", &it) && BSON_ITER_HOLDS_DOCUMENT(&it));
-    const uint8_t *data;
-    uint32_t len;
-    bson_iter_document(&it, &len, &data);
-    bson_t *doc = bson_new_from_data(data, len);
-    bson_destroy(r);
-    return doc;
+    return ptt_first_doc(t, coll, "{}");
 }
 
 static bson_type_t type_of(const bson_t *doc, const char *path)
