@@ -551,7 +551,9 @@ struct bt_engine {
     const bt_compressor *default_comp;
     size_t cache_max, cache_bytes, dirty_bytes; /* cache_bytes: atomic */
     uint64_t gen;        /* bumped on every change of the base (exclusive
-                            latch); commits show in last_ts instead */
+                            latch; atomic stores, bt_gen_bump: a cursor's
+                            get reads it without the latch); commits show
+                            in last_ts instead */
     uint64_t next_file_id;
     int64_t checkpoints, evictions;
     double ckpt_interval; /* seconds */
