@@ -96,9 +96,10 @@ printf '%s\n' "$out" |
 # winner PATTERN: the engine the verdict line names for that pattern.
 winner() { printf '%s\n' "$out" | grep "^-- verdict .*$1" | sed 's/.*-> \([a-z0-9]*\); book.*/\1/'; }
 say ""
-say "Theater: minidoc's verdict is $(winner Theater).  mmapv1 updated the seat maps in"
-say "place (a move only when a map outgrew its slot); btree rewrote every map it"
-say "changed (see the in-place and moves counters).  At four times the load"
+say "Theater: minidoc's verdict is $(winner Theater).  mmapv1 updated each user's"
+say "7 KB session in its slot (its one move a user is a document outgrowing its"
+say "slot); btree wrote a new copy of every document it changed (see the in-place"
+say "and moves counters).  At four times the load"
 say "(--rate-scale 4) the lock decides instead: mmapv1's writers queue behind its"
 say "collection lock, and btree's document-level concurrency keeps up."
 say "Time Series: minidoc's verdict is $(winner 'Time Series') (the book: a tie).  The"
