@@ -1041,8 +1041,18 @@ static void stamp(bt_engine *e, bt_txn *x)
 
 /* How far past its fold bound (fold_touched's test) the fullest tree x
  * wrote is: 0 not there, 1 due, 2 overdue (BT_FOLD_OVERDUE times it).  One
- * pass over x's writes; consecutive writes to one tree count once. */
-#define BT_FOLD_OVERDUE 4
+ * pass over x's writes; consecutive writes to one tree count once.
+ *
+ * A due fold only tries for the latch; an overdue one waits for it, and
+ * under many writers that wait closed the gate on every reader while
+ * others held the latch descheduled: with 4 times the bound, the carts'
+ * concurrent adds on btree (build/patterns --scenario cart_no_reservation
+ * --engine btree --rate-scale 2 --iterations 5) waited 1,557 s on the
+ * latch, met 214,848 write conflicts (transactions stayed open through the
+ * convoy) and took 959 ms a user; with 64 times it, 2.5-5.5 s, 6,000-7,000
+ * and 1.5-2.6 ms.  The overlays stay bounded (1,024 chains a tree at the
+ * least bound) and every checkpoint folds them all. */
+#define BT_FOLD_OVERDUE 64
 static int fold_due(const bt_txn *x)
 {
     int due = 0;
