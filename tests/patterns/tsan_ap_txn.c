@@ -10,17 +10,11 @@
  * carted + sold equal to the start, nothing carted).  On mmapv1
  * (collection locks, journal on) and btree (document locks, log on).
  */
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "ap.h"
-
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb, (void)flag, (void)ftw;
-    return remove(p);
-}
+#include "pt_tsan_util.h"
 
 static int accounts(md_db *db, const char *engine)
 {
@@ -93,20 +87,10 @@ static int run(const char *engine, int (*fn)(md_db *, const char *))
 {
     char dir[64] = "/tmp/md_tsan_ap_XXXXXX";
     md_db *db;
-    md_error err;
-    if (!mkdtemp(dir))
+    if (!(db = ptsan_open(engine, dir)))
         return 1;
-    bson_t *opts = BCON_NEW("engine", BCON_UTF8(engine), "mmapv1", "{", "firstFileSize",
-                            BCON_INT32(1 << 20), "}");
-    int rc = md_db_open(dir, opts, &db, &err);
-    bson_destroy(opts);
-    if (rc != 0) {
-        fprintf(stderr, "%s: open: %s\n", engine, err.message);
-        return 1;
-    }
     int bad = fn(db, engine);
-    md_db_close(db);
-    nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    ptsan_close(db, dir);
     return bad;
 }
 

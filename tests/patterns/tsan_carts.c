@@ -13,21 +13,15 @@
  * (pt_run_scenario, its clients and helpers).  On mmapv1 (collection
  * locks, journal on) and btree (document locks, log on).
  */
-#include <ftw.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "minidoc.h"
+#include "pt_tsan_util.h"
 #include "patterns.h"
 #include "pt_sim.h"
-
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb, (void)flag, (void)ftw;
-    return remove(p);
-}
 
 static int run(const char *engine, bool reserving)
 {
@@ -37,16 +31,8 @@ static int run(const char *engine, bool reserving)
     int64_t initial[3] = {60, 60, 60};
     pt_cart_totals t;
     int bad = 0;
-    if (!mkdtemp(dir))
+    if (!(db = ptsan_open(engine, dir)))
         return 1;
-    bson_t *opts = BCON_NEW("engine", BCON_UTF8(engine), "mmapv1", "{", "firstFileSize",
-                            BCON_INT32(1 << 20), "}");
-    int rc = md_db_open(dir, opts, &db, &err);
-    bson_destroy(opts);
-    if (rc != 0) {
-        fprintf(stderr, "%s: open: %s\n", engine, err.message);
-        return 1;
-    }
     if (pt_cart_create_indexes(db, &err) != 0 || pt_cart_seed(db, 3, initial, 64, &err) != 0) {
         fprintf(stderr, "%s: setup: %s\n", engine, err.message);
         bad = 1;
@@ -79,8 +65,7 @@ static int run(const char *engine, bool reserving)
            (long long)s.checked_out, (long long)s.cleanups, (long long)t.sold,
            (long long)t.available, (long long)t.completed, (long long)t.expired);
 out:
-    md_db_close(db);
-    nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    ptsan_close(db, dir);
     return bad;
 }
 
@@ -129,16 +114,8 @@ static int run_scenario(const char *engine, const pt_scenario *sc)
     md_db *db;
     md_error err;
     int bad = 0;
-    if (!mkdtemp(dir))
+    if (!(db = ptsan_open(engine, dir)))
         return 1;
-    bson_t *opts = BCON_NEW("engine", BCON_UTF8(engine), "mmapv1", "{", "firstFileSize",
-                            BCON_INT32(1 << 20), "}");
-    int rc = md_db_open(dir, opts, &db, &err);
-    bson_destroy(opts);
-    if (rc != 0) {
-        fprintf(stderr, "%s: open: %s\n", engine, err.message);
-        return 1;
-    }
     pt_setup_args a = {.users = SCN_USERS, .quick = true};
     scn_run r = {.db = db, .op = &sc->ops[0]};
     pthread_t th[SCN_CLIENTS];
@@ -173,8 +150,7 @@ out:
     pt_pool_destroy(r.pool);
     if (r.state)
         pt_scenario_destroy(sc, r.state);
-    md_db_close(db);
-    nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    ptsan_close(db, dir);
     return bad;
 }
 
