@@ -58,13 +58,18 @@ int pt_cart_update(md_db *db, const char *coll, const bson_t *q, const bson_t *u
     bson_t reply, *opts = (flags & CART_UPSERT) ? BCON_NEW("upsert", BCON_BOOL(true)) : NULL;
     int rc = (flags & CART_MULTI) ? md_collection_update_many(c, q, u, opts, &reply, err)
                                   : md_collection_update_one(c, q, u, opts, &reply, err);
-    if (rc == 0 && matched) {
+    if (matched) {
         bson_iter_t it;
         *matched = 0;
-        if (bson_iter_init_find(&it, &reply, "matchedCount"))
-            *matched += bson_iter_as_int64(&it);
-        if (bson_iter_init_find(&it, &reply, "upsertedCount"))
-            *matched += bson_iter_as_int64(&it);
+        if (rc == 0 && (flags & CART_MODIFIED)) {
+            if (bson_iter_init_find(&it, &reply, "modifiedCount"))
+                *matched = bson_iter_as_int64(&it);
+        } else if (rc == 0) {
+            if (bson_iter_init_find(&it, &reply, "matchedCount"))
+                *matched += bson_iter_as_int64(&it);
+            if (bson_iter_init_find(&it, &reply, "upsertedCount"))
+                *matched += bson_iter_as_int64(&it);
+        }
     }
     bson_destroy(&reply);
     if (opts)

@@ -32,9 +32,13 @@ void pt_cart_steps_init(pt_cart_steps *s, const pt_cart_opts *o);
 /* Count one write; true when the call must stop here (crash_after hit). */
 bool pt_cart_step(pt_cart_steps *s);
 
-/* update/updateMany; *matched (may be NULL) gets matched + upserted. */
+/* update/updateMany (CART_MULTI), with {upsert: true} (CART_UPSERT);
+ * *matched (may be NULL; 0 on an error) gets matched + upserted, or with
+ * CART_MODIFIED the reply's modifiedCount (the simulator's test of a
+ * write, cart_sim.c). */
 #define CART_UPSERT 1
 #define CART_MULTI 2
+#define CART_MODIFIED 4
 int pt_cart_update(md_db *db, const char *coll, const bson_t *q, const bson_t *u, int flags,
                    int64_t *matched, md_error *err);
 

@@ -83,23 +83,12 @@ typedef struct sim_cart {
 } sim_cart;
 
 /* updateOne / updateMany (CART_MULTI) with {upsert: true} (CART_UPSERT);
- * *modified gets the reply's modifiedCount. */
+ * *modified gets the reply's modifiedCount: a write "failed" where it is
+ * 0, as the simulator judged its writes. */
 static int sim_update(md_db *db, const char *coll, const bson_t *q, const bson_t *u, int flags,
                       int64_t *modified, md_error *err)
 {
-    md_collection *c = md_db_get_collection(db, coll);
-    bson_t reply, *opts = (flags & CART_UPSERT) ? BCON_NEW("upsert", BCON_BOOL(true)) : NULL;
-    int rc = (flags & CART_MULTI) ? md_collection_update_many(c, q, u, opts, &reply, err)
-                                  : md_collection_update_one(c, q, u, opts, &reply, err);
-    bson_iter_t it;
-    *modified = 0;
-    if (rc == 0 && bson_iter_init_find(&it, &reply, "modifiedCount"))
-        *modified = bson_iter_as_int64(&it);
-    bson_destroy(&reply);
-    if (opts)
-        bson_destroy(opts);
-    md_collection_destroy(c);
-    return rc;
+    return pt_cart_update(db, coll, q, u, flags | CART_MODIFIED, modified, err);
 }
 
 /* Cart.create: the replacement upsert. */
