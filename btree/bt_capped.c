@@ -85,7 +85,7 @@ int bt_capped_load(bt_engine *e, bt_tree *t, md_error *err)
     if (n < 0)
         return 0;
     bt_latch_shared(e);
-    int rc = bt_lookup(e, bt_txn_mine(e), e->meta, (const uint8_t *)k, (uint32_t)n, 0, &val,
+    int rc = bt_lookup(e, bt_txn_mine(e), e->meta, (const uint8_t *)k, (uint32_t)n, 0, &val, NULL,
                        &lerr);
     bt_unlatch(e);
     if (rc == MD_NOTFOUND) {
@@ -197,7 +197,7 @@ int bt_capped_changing(eng_rs *rs, eng_txn *tx, eng_rid rid, int64_t new_len, md
     bt_buf val = {0};
     md_error lerr;
     bt_latch_shared(e);
-    int rc = bt_lookup(e, (bt_txn *)tx, t, NULL, 0, rid, &val, &lerr);
+    int rc = bt_lookup(e, (bt_txn *)tx, t, NULL, 0, rid, &val, NULL, &lerr);
     bt_unlatch(e);
     int64_t old = (int64_t)val.n;
     bt_buf_free(&val);

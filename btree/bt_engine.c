@@ -450,7 +450,7 @@ static int bt_meta_get(eng_engine *eh, const char *key, bson_t *out)
     int n = bt_meta_key(k, sizeof k, "cat:", key);
     bt_read_check(e);
     bt_latch_shared(e);
-    int rc = bt_lookup(e, bt_txn_mine(e), e->meta, (const uint8_t *)k, (uint32_t)n, 0, &val,
+    int rc = bt_lookup(e, bt_txn_mine(e), e->meta, (const uint8_t *)k, (uint32_t)n, 0, &val, NULL,
                        &err);
     bt_unlatch(e);
     if (rc == 0 && !bson_init_static(&view, val.p, val.n))

@@ -449,6 +449,16 @@ int bt_del(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, int64_t *
            md_error *err);
 int bt_get(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, bt_ent **out,
            md_error *err);
+/* Where a thread's last lookup in a tree ended: its leaf, valid while the
+ * engine generation is still gen (bt_get_near). */
+typedef struct bt_leaf_hint {
+    const bt_tree *tree;
+    bt_page *leaf;
+    size_t slot; /* the entry found there: the next one is tried first */
+    uint64_t gen;
+} bt_leaf_hint;
+int bt_get_near(bt_tree *t, bt_leaf_hint *h, const uint8_t *key, uint32_t klen, eng_rid rid,
+                bt_ent **out, md_error *err);
 /* A fold's put or delete, keys in increasing order: *hint (depth 0: none)
  * is the previous call's path, and a key within its leaf's range is
  * searched in that leaf alone.  A delete of an absent key does nothing.
@@ -631,6 +641,7 @@ typedef struct bt_view {
     struct bt_view *next;
     pthread_t owner;
     bt_buf b;
+    bt_leaf_hint near; /* where this thread's last eng_rs_get ended */
 } bt_view;
 
 #define BT_ENG(h) ((bt_engine *)(h)->engine)
@@ -681,7 +692,7 @@ int bt_write(bt_engine *e, bt_txn *x, bt_tree *t, const uint8_t *key, uint32_t k
              md_error *err);
 int bt_buf_set(bt_buf *b, const uint8_t *p, size_t n);
 int bt_lookup(bt_engine *e, bt_txn *x, bt_tree *t, const uint8_t *key, uint32_t klen,
-              eng_rid rid, bt_buf *val, md_error *err);
+              eng_rid rid, bt_buf *val, bt_leaf_hint *near, md_error *err);
 bt_chain *bt_ov_seek(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, bool incl);
 bt_chain *bt_ov_seek_back(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid,
                           bool incl, bool inf);

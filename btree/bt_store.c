@@ -221,7 +221,7 @@ int bt_rs_get(eng_rs *rs, eng_rid rid, const uint8_t **data, uint32_t *len)
         return MD_ENOMEM;
     bt_read_check(e);
     bt_latch_shared(e);
-    int rc = bt_lookup(e, bt_txn_mine(e), BT_TREE(rs), NULL, 0, rid, &v->b, &err);
+    int rc = bt_lookup(e, bt_txn_mine(e), BT_TREE(rs), NULL, 0, rid, &v->b, &v->near, &err);
     bt_unlatch(e);
     eng_note_error(rc, &err);
     if (rc)
@@ -386,7 +386,7 @@ static int capped_still_there(bt_rs_cursor *c, md_error *err)
     bt_engine *e = BT_ENG(c->hdr.rs);
     if (c->cur.pos_ok && c->cur.gen == e->gen && c->cur.rts == bt_read_ts(e, bt_txn_mine(e)))
         return 0; /* nothing committed or folded since the cursor stood on it */
-    int rc = bt_lookup(e, bt_txn_mine(e), BT_TREE(c->hdr.rs), NULL, 0, c->cur.rid, &c->probe,
+    int rc = bt_lookup(e, bt_txn_mine(e), BT_TREE(c->hdr.rs), NULL, 0, c->cur.rid, &c->probe, NULL,
                        err);
     if (rc == MD_NOTFOUND)
         c->lost = true, rc = MD_ECAPPEDLOST;

@@ -252,6 +252,43 @@ int bt_get(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, bt_ent **
     return 0;
 }
 
+/* bt_get, starting from the leaf the last search through h ended on: when
+ * no page has changed or gone since (h->gen is still the engine's
+ * generation) and the key lies within that leaf's entries, only the leaf
+ * is searched -- an index scan fetches RecordIds in order, and neighbours
+ * share leaves, as WiredTiger's cursor searches its current page first.
+ * Else a full search, which leaves its leaf in h.  Under the shared latch. */
+int bt_get_near(bt_tree *t, bt_leaf_hint *h, const uint8_t *key, uint32_t klen, eng_rid rid,
+                bt_ent **out, md_error *err)
+{
+    uint64_t gen = __atomic_load_n(&t->eng->gen, __ATOMIC_ACQUIRE);
+    bt_page *p = h->leaf;
+    if (p && h->tree == t && h->gen == gen && p->n && ent_cmp(&p->e[0], key, klen, rid) <= 0 &&
+        ent_cmp(&p->e[p->n - 1], key, klen, rid) >= 0) {
+        size_t s = h->slot + 1 < p->n && ent_cmp(&p->e[h->slot + 1], key, klen, rid) == 0
+                       ? h->slot + 1
+                       : page_find(p, key, klen, rid, false);
+        h->slot = s;
+        if (s >= p->n || ent_cmp(&p->e[s], key, klen, rid) != 0)
+            return MD_NOTFOUND;
+        *out = &p->e[s];
+        return 0;
+    }
+    bt_pos pos;
+    bool exact;
+    int rc = bt_search(t, key, klen, rid, &pos, &exact, err);
+    if (rc)
+        return rc;
+    h->leaf = pos.pg[pos.depth - 1];
+    h->slot = pos.slot[pos.depth - 1];
+    h->tree = t;
+    h->gen = gen;
+    if (!exact)
+        return MD_NOTFOUND;
+    *out = bt_pos_ent(&pos);
+    return 0;
+}
+
 /* ---- split ------------------------------------------------------------------ */
 
 /* Move p's entries [k, n) to a new page.  After an append the new page

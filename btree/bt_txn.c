@@ -665,10 +665,10 @@ int bt_buf_set(bt_buf *b, const uint8_t *p, size_t n)
 
 /* The value of (key, rid) as the calling thread sees it, copied into *val:
  * through the key's chain if it has one (outside a transaction: its newest
- * commit as of bt_read_ts), else from the base.  The caller holds the
- * shared latch. */
+ * commit as of bt_read_ts), else from the base, starting from the leaf in
+ * *near when given (bt_get_near).  The caller holds the shared latch. */
 int bt_lookup(bt_engine *e, bt_txn *x, bt_tree *t, const uint8_t *key, uint32_t klen,
-              eng_rid rid, bt_buf *val, md_error *err)
+              eng_rid rid, bt_buf *val, bt_leaf_hint *near, md_error *err)
 {
     bt_ent *en;
     int rc;
@@ -684,7 +684,8 @@ int bt_lookup(bt_engine *e, bt_txn *x, bt_tree *t, const uint8_t *key, uint32_t 
         }
         pthread_mutex_unlock(&t->ov.mu);
     }
-    if ((rc = bt_get(t, key, klen, rid, &en, err)) != 0)
+    rc = near ? bt_get_near(t, near, key, klen, rid, &en, err) : bt_get(t, key, klen, rid, &en, err);
+    if (rc)
         return rc;
     return bt_buf_set(val, en->val, en->vlen);
 }

@@ -385,7 +385,7 @@ static int held_val(bt_engine *e)
     bson_iter_t it;
     md_error err;
     int v = -1;
-    if (bt_lookup(e, NULL, BT_TREE(RS), NULL, 0, R1, &b, &err) == 0 &&
+    if (bt_lookup(e, NULL, BT_TREE(RS), NULL, 0, R1, &b, NULL, &err) == 0 &&
         bson_init_static(&view, b.p, b.n) && bson_iter_init_find(&it, &view, "v"))
         v = bson_iter_int32(&it);
     bt_buf_free(&b);

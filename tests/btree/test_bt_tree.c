@@ -316,3 +316,77 @@ Test(bt_tree, randomized_against_model)
     eng_rs_close(rs);
     eng_ss_close(ss);
 }
+
+/* eng_rs_get starts from the leaf its thread's last get ended on
+ * (bt_get_near): in order, backwards, at random, past the ends, and after
+ * updates, deletes and folds have changed the pages under it. */
+Test(bt_tree, record_gets_from_the_last_leaf_follow_changes)
+{
+    enum { N = 3000, LEN = 300 };
+    static eng_rid rids[N];
+    static uint32_t seed[N];
+    static uint32_t len[N];
+    static bool gone[N];
+    const uint8_t *d;
+    uint32_t l;
+    bt_open_with("none", 0);
+    eng_rs *rs = bt_rs("test.near", NULL, true);
+    eng_txn *t = btb();
+    for (int i = 0; i < N; i++)
+        rids[i] = bt_ins(rs, t, len[i] = LEN, seed[i] = (uint32_t)i, false);
+    btc(t);
+    BOK(eng_flush(BE, true, &BERR));
+    cr_assert_geq(bt_test_depth(rs), 2, "one leaf: nothing to follow");
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < N; i++) { /* in order: the next entry of the leaf */
+            cr_assert_eq(eng_rs_get(rs, rids[i], &d, &l), gone[i] ? MD_NOTFOUND : 0);
+            cr_assert(gone[i] || bt_doc_is(d, l, len[i], seed[i], false));
+        }
+        for (int i = N; i-- > 0;) /* backwards */
+            cr_assert_eq(eng_rs_get(rs, rids[i], &d, &l), gone[i] ? MD_NOTFOUND : 0);
+        uint32_t x = 12345;
+        for (int k = 0; k < N; k++) {
+            int i = (int)((x = x * 1103515245u + 12345u) >> 8) % N;
+            int rc = eng_rs_get(rs, rids[i], &d, &l);
+            cr_assert_eq(rc, gone[i] ? MD_NOTFOUND : 0, "rid %lld", (long long)rids[i]);
+            cr_assert(gone[i] || bt_doc_is(d, l, len[i], seed[i], false));
+        }
+        cr_assert_eq(eng_rs_get(rs, rids[N - 1] + 1, &d, &l), MD_NOTFOUND);
+        cr_assert_eq(eng_rs_get(rs, rids[0] - 1, &d, &l), MD_NOTFOUND);
+        /* change the pages: every 7th rewritten, a run deleted, then a fold
+         * (round 0: the run's leaves are emptied and freed, and the last
+         * get stood in the middle of them) or not (later rounds: the
+         * overlay answers) */
+        int mid = 700 + round * 700;
+        BOK(eng_rs_get(rs, rids[mid], &d, &l));
+        t = btb();
+        for (int i = 0; i < N; i += 7) {
+            if (gone[i])
+                continue;
+            len[i] = LEN + 50 * (uint32_t)(round + 1);
+            uint8_t *doc = bt_doc(len[i], seed[i] = (uint32_t)(i + 100000 * (round + 1)), false);
+            eng_rid nr;
+            bool moved;
+            BOK(eng_rs_update(rs, t, rids[i], doc, len[i], &nr, &moved, &BERR));
+            free(doc);
+        }
+        for (int i = 500 + round * 700; i < 900 + round * 700; i++)
+            if (!gone[i]) {
+                BOK(eng_rs_remove(rs, t, rids[i]));
+                gone[i] = true;
+            }
+        btc(t);
+        if (round == 0)
+            BOK(eng_flush(BE, true, &BERR));
+        cr_assert_eq(eng_rs_get(rs, rids[mid], &d, &l), MD_NOTFOUND);
+        for (int i = 0; i < N; i++) {
+            int rc = eng_rs_get(rs, rids[i], &d, &l);
+            cr_assert_eq(rc, gone[i] ? MD_NOTFOUND : 0, "round %d rid %lld", round,
+                         (long long)rids[i]);
+            cr_assert(gone[i] || bt_doc_is(d, l, len[i], seed[i], false),
+                      "round %d: stale document at %d", round, i);
+        }
+    }
+    bt_expect_valid();
+    eng_rs_close(rs);
+}
