@@ -585,6 +585,8 @@ struct bt_engine {
      * handle's mu are leaves. */
     uint64_t id;               /* unique per open, for the per-thread txn table */
     bool evicting;             /* a reader is evicting (atomic) */
+    bool maint_waiting;        /* a commit waits for the exclusive latch
+                                  to fold, checkpoint or evict (atomic) */
     char pad_latch0[64];       /* the latch, written by every read, on
                                   lines of its own */
     pthread_rwlock_t latch;    /* shared: a read or write call; exclusive:

@@ -1204,11 +1204,21 @@ int bt_txn_commit(eng_txn *th, bool durable, md_error *err)
         txn_unlink(e, x);
         bt_unlatch(e);
         /* A fold that is due but not overdue waits for no reader: if the
-         * latch is busy, a later commit (or an idle reader) folds. */
-        if (must)
-            bt_latch_excl(e); /* a checkpoint, eviction or overdue fold */
-        else if (!fold || !latch_try_excl(e))
+         * latch is busy, a later commit (or an idle reader) folds.  What
+         * must be done (a checkpoint, eviction or overdue fold) is waited
+         * for by one commit at a time: every commit sees the same overdue
+         * overlay or elapsed interval until it is handled, and each of
+         * them waiting in turn for the exclusive latch made a queue of
+         * exclusive holders, each stopping every reader (Account at 16
+         * times the Little Book's load: 2,035 such waits in 17 s; one
+         * waiter at a time: 45).  The others only try, as for a due
+         * fold; the conditions hold until the waiter has handled them. */
+        if (must && !__atomic_exchange_n(&e->maint_waiting, true, __ATOMIC_ACQUIRE)) {
+            bt_latch_excl(e);
+            __atomic_store_n(&e->maint_waiting, false, __ATOMIC_RELEASE);
+        } else if (!(fold || must) || !latch_try_excl(e)) {
             goto done;
+        }
     } else {
         txn_unlink(e, x);
     }
