@@ -39,8 +39,8 @@
  * (e->page_mu, atomically published child pointers).  Creates, drops and
  * catalog writes commit under the exclusive latch.
  *
- *   thread ──shared latch──> base pages (read, page-in)
- *          ──+ t->ov.mu────> a tree's overlay (versions, conflicts)
+ *   thread ──shared latch──> base pages (read, page-in), overlays (read)
+ *          ──+ t->ov.mu────> a tree's overlay (write: versions, conflicts)
  *   commit ──shared + commit_mu──> log record, ts, stamps, publish
  *          ──exclusive (when due)──> fold, checkpoint
  *
@@ -311,7 +311,10 @@ typedef struct bt_upd {
     uint32_t koff; /* the allocation starts koff bytes before the record */
     uint32_t vlen;
     uint8_t *val; /* into this allocation; NULL when there is no value */
-    size_t mod;   /* uncommitted: the writer's bt_mod index */
+    union {
+        size_t mod;              /* uncommitted: the writer's bt_mod index */
+        struct bt_upd *retired;  /* in its overlay's retired list */
+    };
 } bt_upd;
 
 #define BT_SKIP_MAX 24
@@ -327,6 +330,7 @@ typedef struct bt_chain {
     eng_rid rid;
     bool pending;
     int height;
+    struct bt_chain *retired; /* unlinked, in its overlay's retired list */
     struct bt_chain *next[]; /* height links */
 } bt_chain;
 
@@ -341,8 +345,16 @@ typedef struct bt_chain {
 #define BT_STRIPES 16
 
 /* A tree's overlay: (key, rid) -> chain, ordered as the tree.  Changed
- * under the shared latch and mu (writes, commits' stamps), or under the
- * exclusive latch (folds, structural commits). */
+ * under the shared latch and mu (writes, commits' stamps, aborts), or
+ * under the exclusive latch (folds, structural commits).  Read under the
+ * shared latch alone: writers publish a link, a chain's head and a
+ * version's timestamp with release stores (BT_ST) and readers load them
+ * with acquire loads (BT_LD).  A link is set only once what it points to
+ * is complete; a version or chain taken out under the shared latch keeps
+ * its own links and goes on a retired list, freed by the next fold under
+ * the exclusive latch, when no reader can still stand on it. */
+#define BT_LD(x) __atomic_load_n(&(x), __ATOMIC_ACQUIRE)
+#define BT_ST(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELEASE)
 typedef struct bt_overlay {
     pthread_mutex_t mu;
     bool mu_ok;              /* mu initialized (bt_ov_init) */
@@ -358,6 +370,9 @@ typedef struct bt_overlay {
     size_t n;                /* chains (atomic: read without mu) */
     size_t pending;          /* chains with a committed version to apply */
     size_t fold_at;          /* fold at commit when n reaches it */
+    bt_upd *retired_u;       /* versions taken out under the shared latch */
+    bt_chain *retired_c;     /* chains unlinked under the shared latch */
+    size_t nretired;         /* both (atomic: read without mu) */
 } bt_overlay;
 
 /* One file: a record store, a sorted store or the metadata tree. */
@@ -699,7 +714,8 @@ bt_chain *bt_ov_seek(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid,
 bt_chain *bt_ov_seek_back(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid,
                           bool incl, bool inf);
 /* The version of chain c that x sees; outside a transaction (x NULL),
- * the newest committed at or before rts (bt_read_ts).  Under t->ov.mu. */
+ * the newest committed at or before rts (bt_read_ts).  Under the shared
+ * latch (ov.mu not needed: see bt_overlay). */
 const bt_upd *bt_visible(const bt_chain *c, const bt_txn *x, uint64_t rts);
 /* What a read by x sees: x's snapshot, or outside a transaction the
  * latest commit published when the calling thread took the shared latch

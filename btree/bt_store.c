@@ -81,7 +81,7 @@ static int cur_take(bt_cur *c, const uint8_t *key, uint32_t klen, eng_rid rid,
 
 /* Merge the base candidate b with the overlay candidate o (chains in
  * order from the point): a chain decides for its key, base entries
- * without a chain stand.  Under t->ov.mu. */
+ * without a chain stand.  Without t->ov.mu (see bt_overlay). */
 static int merge(bt_engine *e, bt_txn *x, bt_tree *t, bt_cur *c, bt_ent *b, bt_chain *o,
                  bool fwd, md_error *err)
 {
@@ -105,7 +105,7 @@ static int merge(bt_engine *e, bt_txn *x, bt_tree *t, bt_cur *c, bt_ent *b, bt_c
             b = rc ? NULL : bt_pos_ent(&c->pos);
             c->pos_ok = c->pos_ok && rc == 0;
         }
-        o = fwd ? o->next[0] : bt_ov_seek_back(t, o->key, o->klen, o->rid, false, false);
+        o = fwd ? BT_LD(o->next[0]) : bt_ov_seek_back(t, o->key, o->klen, o->rid, false, false);
     }
 }
 
@@ -126,15 +126,12 @@ int bt_cur_find(bt_engine *e, bt_txn *x, bt_tree *t, bt_cur *c, const uint8_t *k
             return MD_NOTFOUND;
         return cur_take(c, b->key, b->klen, b->rid, b->val, b->vlen);
     }
-    pthread_mutex_lock(&t->ov.mu);
     bt_chain *o;
     if (fwd)
-        o = inf ? t->ov.head[0] : bt_ov_seek(t, key, klen, rid, incl);
+        o = inf ? BT_LD(t->ov.head[0]) : bt_ov_seek(t, key, klen, rid, incl);
     else
         o = bt_ov_seek_back(t, key, klen, rid, incl, inf);
-    rc = merge(e, x, t, c, b, o, fwd, err);
-    pthread_mutex_unlock(&t->ov.mu);
-    return rc;
+    return merge(e, x, t, c, b, o, fwd, err);
 }
 
 /* ---- record stores ------------------------------------------------------------ */

@@ -56,7 +56,10 @@
  *    applied and no snapshot predates its newest commit).
  * 7. The base changes only under the exclusive latch; overlays change
  *    under the shared latch and their tree's ov.mu (writes, commits'
- *    stamps), or under the exclusive latch (fold, structural commits).
+ *    stamps, aborts), or under the exclusive latch (fold, structural
+ *    commits).  Readers take no ov.mu: links, heads and stamps are
+ *    published with release stores, and what a writer takes out under the
+ *    shared latch is retired, not freed, until the next fold (bt_overlay).
  *    Commits are stamped and published one at a time, in log order
  *    (commit_mu); a checkpoint, which takes the latch exclusively, never
  *    sees one in progress.
@@ -258,19 +261,21 @@ static bt_chain *ov_owner0(bt_overlay *o, bt_chain **l)
 static bt_chain *ov_find(bt_overlay *o, uint64_t kp, const uint8_t *key, uint32_t klen,
                          eng_rid rid, bt_chain ***slot)
 {
-    bt_chain **links = o->head, *x;
-    if (o->last && chain_cmp_p(o->last, kp, key, klen, rid) < 0) {
+    bt_chain **links = o->head, *x, *last = BT_LD(o->last);
+    if (last && chain_cmp_p(last, kp, key, klen, rid) < 0) {
         for (int i = 0; slot && i < o->top; i++)
             slot[i] = o->tail[i];
         return NULL;
     }
-    for (int i = o->top - 1; i >= 0; i--) {
-        while ((x = links[i]) && chain_cmp_p(x, kp, key, klen, rid) < 0)
+    x = NULL;
+    for (int i = BT_LD(o->top) - 1; i >= 0; i--) {
+        while ((x = BT_LD(links[i])) && chain_cmp_p(x, kp, key, klen, rid) < 0)
             links = x->next;
         if (slot)
             slot[i] = &links[i];
     }
-    return links[0];
+    return x; /* as compared: a reader loading links[0] again could get a
+               * chain inserted since, smaller than the key */
 }
 
 static bt_chain *ov_exact(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid,
@@ -286,7 +291,7 @@ bt_chain *bt_ov_seek(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid,
     uint64_t kp = bt_key_prefix(key, klen);
     bt_chain *c = ov_find(&t->ov, kp, key, klen, rid, NULL);
     if (c && !incl && chain_cmp_p(c, kp, key, klen, rid) == 0)
-        c = c->next[0];
+        c = BT_LD(c->next[0]);
     return c;
 }
 
@@ -296,9 +301,9 @@ bt_chain *bt_ov_seek_back(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid
 {
     bt_chain **links = t->ov.head, *x, *last = NULL;
     uint64_t kp = inf ? 0 : bt_key_prefix(key, klen);
-    for (int i = t->ov.top - 1; i >= 0; i--) {
+    for (int i = BT_LD(t->ov.top) - 1; i >= 0; i--) {
         int c;
-        while ((x = links[i]) &&
+        while ((x = BT_LD(links[i])) &&
                (inf || (c = chain_cmp_p(x, kp, key, klen, rid)) < 0 || (incl && c == 0))) {
             last = x;
             links = x->next;
@@ -394,15 +399,15 @@ static bt_chain *ov_insert(bt_tree *t, bt_chain ***slot, const uint8_t *key, uin
     c->height = h;
     for (int i = 0; i < h; i++) {
         bt_chain **l = i < t->ov.top ? slot[i] : &t->ov.head[i]; /* no chain that tall */
-        c->next[i] = *l;
-        *l = c;
+        BT_ST(c->next[i], *l);
+        BT_ST(*l, c); /* level 0 first: a reader that meets c can go on */
         if (!c->next[i])
             t->ov.tail[i] = &c->next[i];
     }
     if (!c->next[0])
-        t->ov.last = c;
+        BT_ST(t->ov.last, c);
     if (h > t->ov.top)
-        t->ov.top = h;
+        BT_ST(t->ov.top, h);
     __atomic_store_n(&t->ov.n, t->ov.n + 1, __ATOMIC_RELAXED);
     return c;
 }
@@ -413,23 +418,54 @@ static void chain_free(bt_engine *e, bt_chain *c)
     free(c);
 }
 
+/* Versions and chains taken out under the shared latch wait on their
+ * overlay's retired lists (under mu) until the exclusive latch: a reader
+ * may still stand on them. */
+static void retire_upd(bt_tree *t, bt_upd *u)
+{
+    u->retired = t->ov.retired_u;
+    t->ov.retired_u = u;
+    __atomic_store_n(&t->ov.nretired, t->ov.nretired + 1, __ATOMIC_RELAXED);
+}
+
+/* Free what was retired.  Under the exclusive latch (or the tree is going
+ * away): no reader is in the overlay. */
+static void retired_free(bt_engine *e, bt_overlay *o)
+{
+    for (bt_upd *u = o->retired_u, *next; u; u = next) {
+        next = u->retired;
+        upd_free(u);
+        ADD(e->st.freed, 1);
+    }
+    for (bt_chain *c = o->retired_c, *next; c; c = next) {
+        next = c->retired;
+        chain_free(e, c);
+    }
+    o->retired_u = NULL;
+    o->retired_c = NULL;
+    __atomic_store_n(&o->nretired, 0, __ATOMIC_RELAXED);
+}
+
 /* Unlink a chain that never held a committed version (an abort, a failed
- * write): it has only its base image left. */
-static void ov_remove(bt_engine *e, bt_tree *t, bt_chain *c)
+ * write): it has only its base image left.  Its own links stay, for a
+ * reader standing on it; it is retired. */
+static void ov_remove(bt_tree *t, bt_chain *c)
 {
     bt_chain **slot[BT_SKIP_MAX];
     bt_chain *f = ov_find(&t->ov, c->kpfx, c->key, c->klen, c->rid, slot);
     assert(f == c && !c->pending);
     (void)f;
-    for (int i = 0; i < c->height; i++) {
-        *slot[i] = c->next[i];
+    for (int i = c->height; i-- > 0;) { /* level 0 last: c stays reachable below */
+        BT_ST(*slot[i], c->next[i]);
         if (t->ov.tail[i] == &c->next[i])
             t->ov.tail[i] = slot[i];
     }
     if (t->ov.last == c)
-        t->ov.last = ov_owner0(&t->ov, slot[0]);
+        BT_ST(t->ov.last, ov_owner0(&t->ov, slot[0]));
     __atomic_store_n(&t->ov.n, t->ov.n - 1, __ATOMIC_RELAXED);
-    chain_free(e, c);
+    c->retired = t->ov.retired_c;
+    t->ov.retired_c = c;
+    __atomic_store_n(&t->ov.nretired, t->ov.nretired + 1, __ATOMIC_RELAXED);
 }
 
 /* Every tree's overlay is initialized as the tree joins the engine
@@ -447,6 +483,7 @@ void bt_ov_init(bt_tree *t)
  * engine closing after its last checkpoint). */
 void bt_ov_free(bt_engine *e, bt_tree *t)
 {
+    retired_free(e, &t->ov);
     bt_chain *c = t->ov.head[0];
     while (c) {
         bt_chain *n = c->next[0];
@@ -478,6 +515,7 @@ static int fold_tree(bt_engine *e, bt_tree *t, uint64_t oldest, md_error *err)
     size_t n = 0, applied = 0;
     hint.depth = 0;
     int rc = 0;
+    retired_free(e, o);
     if (!o->n)
         return 0;
     for (int i = 0; i < BT_SKIP_MAX; i++)
@@ -634,10 +672,12 @@ uint64_t bt_read_ts(bt_engine *e, const bt_txn *x)
 
 const bt_upd *bt_visible(const bt_chain *c, const bt_txn *x, uint64_t rts)
 {
-    const bt_upd *u = c->head;
-    for (; u->older; u = u->older)
-        if (!u->txn_id || (x && u->txn_id == x->id) || (u->ts && u->ts <= rts))
+    const bt_upd *u = BT_LD(c->head), *older;
+    for (; (older = BT_LD(u->older)) != NULL; u = older) {
+        uint64_t ts = BT_LD(u->ts);
+        if (!u->txn_id || (x && u->txn_id == x->id) || (ts && ts <= rts))
             return u;
+    }
     return u; /* invariant 6 */
 }
 
@@ -672,17 +712,12 @@ int bt_lookup(bt_engine *e, bt_txn *x, bt_tree *t, const uint8_t *key, uint32_t 
 {
     bt_ent *en;
     int rc;
-    if (bt_ov_count(t)) {
-        uint64_t rts = bt_read_ts(e, x);
-        pthread_mutex_lock(&t->ov.mu);
+    if (bt_ov_count(t)) { /* no mu: see bt_overlay */
         bt_chain *c = ov_exact(t, key, klen, rid, NULL);
         if (c) {
-            const bt_upd *u = bt_visible(c, x, rts);
-            rc = !u->present ? MD_NOTFOUND : bt_buf_set(val, u->val, u->vlen);
-            pthread_mutex_unlock(&t->ov.mu);
-            return rc;
+            const bt_upd *u = bt_visible(c, x, bt_read_ts(e, x));
+            return !u->present ? MD_NOTFOUND : bt_buf_set(val, u->val, u->vlen);
         }
-        pthread_mutex_unlock(&t->ov.mu);
     }
     rc = near ? bt_get_near(t, near, key, klen, rid, &en, err) : bt_get(t, key, klen, rid, &en, err);
     if (rc)
@@ -797,7 +832,7 @@ static int push_version(bt_txn *x, bt_tree *t, bt_chain *c, bool present, const 
             return MD_ENOMEM;
         u->older = c->head;
         u->mod = x->nm;
-        c->head = u;
+        BT_ST(c->head, u);
         x->m[x->nm++] = (bt_mod){.t = t, .c = c};
     } else {
         bt_upd *nu = upd_new(x->id, present, val, vlen, has_val, k, kl);
@@ -805,8 +840,8 @@ static int push_version(bt_txn *x, bt_tree *t, bt_chain *c, bool present, const 
             return MD_ENOMEM;
         nu->older = u->older;
         nu->mod = u->mod;
-        c->head = nu;
-        upd_free(u);
+        BT_ST(c->head, nu);
+        retire_upd(t, u);
         u = nu;
     }
     bt_mod *m = &x->m[u->mod];
@@ -847,7 +882,7 @@ static int write_locked(bt_engine *e, bt_txn *x, bt_tree *t, const uint8_t *key,
         return bt_nomem(err);
     if ((rc = push_version(x, t, c, !del, val, vlen, mode)) != 0) {
         if (!c->head->older && !c->head->txn_id)
-            ov_remove(e, t, c); /* only the base image: as if never made */
+            ov_remove(t, c); /* only the base image: as if never made */
         return bt_nomem(err);
     }
     return 0;
@@ -1012,7 +1047,7 @@ static void stamp(bt_engine *e, bt_txn *x)
         bt_upd *u = c->head;
         const bt_upd *was = u->older;
         assert(u->txn_id == x->id && u->ts == 0);
-        u->ts = ts;
+        BT_ST(u->ts, ts);
         /* atomic: collStats and the capped checks read them under the
          * shared latch while other commits count theirs */
         ADD(t->count, (int64_t)u->present - (int64_t)was->present);
@@ -1063,7 +1098,7 @@ static int fold_due(const bt_txn *x)
         if (t == last)
             continue;
         last = t;
-        size_t n = bt_ov_count(t);
+        size_t n = bt_ov_count(t) + LOAD(t->ov.nretired);
         if (n >= t->ov.fold_at * BT_FOLD_OVERDUE)
             due = 2;
         else if (n >= t->ov.fold_at)
@@ -1108,7 +1143,7 @@ static void fold_touched(bt_engine *e, bt_txn *x, uint64_t oldest, bool gap)
         for (size_t j = 0; j < nd && !seen; j++)
             seen = done[j] == t;
         if (seen || (gap && !tree_known(e, t)) ||
-            (t != e->meta && !x->n && t->ov.n < t->ov.fold_at))
+            (t != e->meta && !x->n && t->ov.n + t->ov.nretired < t->ov.fold_at))
             continue;
         (void)fold_tree(e, t, oldest, NULL);
         if (nd < 8)
@@ -1258,11 +1293,10 @@ static void txn_end_shared(bt_engine *e, bt_txn *x)
             pthread_mutex_lock(&(locked = t)->ov.mu);
         }
         assert(u->txn_id == x->id && u->ts == 0);
-        c->head = u->older;
-        u->older = NULL;
-        ADD(e->st.freed, upd_free_list(u));
+        BT_ST(c->head, u->older);
+        retire_upd(t, u);
         if (!c->head->older && !c->head->txn_id)
-            ov_remove(e, t, c);
+            ov_remove(t, c);
     }
     if (locked)
         pthread_mutex_unlock(&locked->ov.mu);
@@ -1289,9 +1323,12 @@ void bt_txn_abort(eng_txn *th)
 void bt_txn_status(bt_engine *e, bson_t *status)
 {
     bson_t sub, latch;
-    int64_t chains = 0;
-    for (size_t i = 0; i <= e->ntrees; i++)
-        chains += (int64_t)bt_ov_count(i < e->ntrees ? e->trees[i] : e->meta);
+    int64_t chains = 0, retired = 0;
+    for (size_t i = 0; i <= e->ntrees; i++) {
+        bt_tree *t = i < e->ntrees ? e->trees[i] : e->meta;
+        chains += (int64_t)bt_ov_count(t);
+        retired += (int64_t)LOAD(t->ov.nretired);
+    }
     BSON_APPEND_DOCUMENT_BEGIN(status, "transaction", &sub);
     BSON_APPEND_INT64(&sub, "begins", LOAD(e->st.begins));
     BSON_APPEND_INT64(&sub, "commits", LOAD(e->st.commits));
@@ -1302,6 +1339,7 @@ void bt_txn_status(bt_engine *e, bson_t *status)
     BSON_APPEND_INT64(&sub, "folds", LOAD(e->st.folds));
     BSON_APPEND_INT64(&sub, "versionsFolded", LOAD(e->st.folded));
     BSON_APPEND_INT64(&sub, "versionsPending", (int64_t)LOAD(e->unfolded));
+    BSON_APPEND_INT64(&sub, "retired", retired);
     BSON_APPEND_DOCUMENT_BEGIN(&sub, "latch", &latch);
     int64_t shared = 0;
     for (int i = 0; i < BT_STRIPES; i++)

@@ -520,3 +520,55 @@ Test(bt_fold, appends_and_inserts_below_the_last_chain)
     expect_keys(present, high);
     close_stores();
 }
+
+/* Readers take no lock on the overlay, so what a writer takes out under the
+ * shared latch -- an aborted version, a chain left with only its base
+ * image, a version its own transaction replaced -- is retired, readable,
+ * and freed by the next fold. */
+Test(bt_fold, aborted_versions_are_retired_until_the_next_fold)
+{
+    bt_open_with(NULL, 0);
+    open_stores(true);
+    eng_rid first = load(4);
+    bt_expect_valid(); /* folded: no chains */
+    cr_assert_eq(bt_txn_stat("chains"), 0);
+    cr_assert_eq(bt_txn_stat("retired"), 0);
+    int64_t freed = bt_txn_stat("versionsFreed");
+    /* an update of each record and 3 inserts, aborted: 7 versions out of
+     * 7 chains, which go too (only their base images were left) */
+    eng_txn *t = btb();
+    uint8_t d[64];
+    eng_rid nr;
+    bool moved;
+    for (int i = 0; i < 4; i++) {
+        rec(d, 500 + i);
+        BOK(eng_rs_update(RS, t, first + i, d, 64, &nr, &moved, &BERR));
+    }
+    for (int i = 0; i < 3; i++) {
+        rec(d, 600 + i);
+        BOK(eng_rs_insert(RS, t, d, 64, &nr, &BERR));
+    }
+    cr_assert_eq(bt_txn_stat("chains"), 7);
+    eng_txn_abort(t);
+    cr_assert_eq(bt_txn_stat("chains"), 0);
+    cr_assert_eq(bt_txn_stat("retired"), 14);
+    cr_assert_eq(bt_txn_stat("versionsFreed"), freed, "freed under the shared latch");
+    for (int i = 0; i < 4; i++) /* the aborted writes are not seen (a few reads: no idle fold) */
+        cr_assert_eq(get(first + i), i);
+    /* a record written twice by one transaction: the first version retires */
+    t = btb();
+    rec(d, 700);
+    BOK(eng_rs_update(RS, t, first, d, 64, &nr, &moved, &BERR));
+    rec(d, 701);
+    BOK(eng_rs_update(RS, t, first, d, 64, &nr, &moved, &BERR));
+    cr_assert_eq(bt_txn_stat("retired"), 15);
+    /* retired entries count toward the fold bound (16): the commit folds,
+     * and the fold frees them */
+    btc(t);
+    cr_assert_eq(bt_txn_stat("retired"), 0);
+    /* 7 aborted and 1 replaced version, and the 4 updates' base images */
+    cr_assert_geq(bt_txn_stat("versionsFreed"), freed + 12);
+    cr_assert_eq(get(first), 701);
+    bt_expect_valid();
+    close_stores();
+}
