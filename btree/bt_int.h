@@ -627,6 +627,8 @@ struct bt_engine {
                                   are stamped */
     uint64_t next_txn;
     size_t unfolded;           /* chains pending in every overlay (atomic) */
+    size_t retired;            /* entries on every overlay's retired lists
+                                  (atomic) */
     struct {                   /* statistics, atomic */
         int64_t begins, commits, aborts, conflicts, freed, folds, folded;
         int64_t sh_us, ex_n, ex_us, gated, cm_n, cm_us;

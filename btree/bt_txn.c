@@ -426,6 +426,7 @@ static void retire_upd(bt_tree *t, bt_upd *u)
     u->retired = t->ov.retired_u;
     t->ov.retired_u = u;
     __atomic_store_n(&t->ov.nretired, t->ov.nretired + 1, __ATOMIC_RELAXED);
+    ADD(t->eng->retired, 1);
 }
 
 /* Free what was retired.  Under the exclusive latch (or the tree is going
@@ -443,6 +444,7 @@ static void retired_free(bt_engine *e, bt_overlay *o)
     }
     o->retired_u = NULL;
     o->retired_c = NULL;
+    ADD(e->retired, -o->nretired);
     __atomic_store_n(&o->nretired, 0, __ATOMIC_RELAXED);
 }
 
@@ -466,6 +468,7 @@ static void ov_remove(bt_tree *t, bt_chain *c)
     c->retired = t->ov.retired_c;
     t->ov.retired_c = c;
     __atomic_store_n(&t->ov.nretired, t->ov.nretired + 1, __ATOMIC_RELAXED);
+    ADD(t->eng->retired, 1);
 }
 
 /* Every tree's overlay is initialized as the tree joins the engine
@@ -614,10 +617,10 @@ int bt_fold_all(bt_engine *e, md_error *err)
 }
 
 /* Reads call this before their shared latch.  When versions wait to be
- * folded and no commit has come for BT_FOLD_IDLE_MS, a reader folds
- * them (the evicting flag keeps it to one thread), so that a read-mostly
- * workload reads the base alone again -- if it can have the latch at
- * once.  It never waits for it: under many readers a waiting fold closes
+ * folded (or retired entries to be freed: aborts that no commit followed)
+ * and no commit has come for BT_FOLD_IDLE_MS, a reader folds them (the
+ * evicting flag keeps it to one thread), so that a read-mostly workload
+ * reads the base alone again -- if it can have the latch at once.  It never waits for it: under many readers a waiting fold closes
  * the gate on all of them, and the stall that makes (no commit for a
  * while) looked like idleness to the next reader, which waited again.
  * The checkpoint folds what readers could not.  Counting reads instead
@@ -650,7 +653,8 @@ void bt_fold_idle(bt_engine *e)
         idle.since = now;
         return;
     }
-    if ((now - idle.since) * 1000.0 < BT_FOLD_IDLE_MS || !LOAD(e->unfolded) ||
+    if ((now - idle.since) * 1000.0 < BT_FOLD_IDLE_MS ||
+        (!LOAD(e->unfolded) && !LOAD(e->retired)) ||
         __atomic_exchange_n(&e->evicting, true, __ATOMIC_ACQUIRE))
         return;
     if (latch_try_excl(e)) {
@@ -1323,12 +1327,9 @@ void bt_txn_abort(eng_txn *th)
 void bt_txn_status(bt_engine *e, bson_t *status)
 {
     bson_t sub, latch;
-    int64_t chains = 0, retired = 0;
-    for (size_t i = 0; i <= e->ntrees; i++) {
-        bt_tree *t = i < e->ntrees ? e->trees[i] : e->meta;
-        chains += (int64_t)bt_ov_count(t);
-        retired += (int64_t)LOAD(t->ov.nretired);
-    }
+    int64_t chains = 0;
+    for (size_t i = 0; i <= e->ntrees; i++)
+        chains += (int64_t)bt_ov_count(i < e->ntrees ? e->trees[i] : e->meta);
     BSON_APPEND_DOCUMENT_BEGIN(status, "transaction", &sub);
     BSON_APPEND_INT64(&sub, "begins", LOAD(e->st.begins));
     BSON_APPEND_INT64(&sub, "commits", LOAD(e->st.commits));
@@ -1339,7 +1340,7 @@ void bt_txn_status(bt_engine *e, bson_t *status)
     BSON_APPEND_INT64(&sub, "folds", LOAD(e->st.folds));
     BSON_APPEND_INT64(&sub, "versionsFolded", LOAD(e->st.folded));
     BSON_APPEND_INT64(&sub, "versionsPending", (int64_t)LOAD(e->unfolded));
-    BSON_APPEND_INT64(&sub, "retired", retired);
+    BSON_APPEND_INT64(&sub, "retired", (int64_t)LOAD(e->retired));
     BSON_APPEND_DOCUMENT_BEGIN(&sub, "latch", &latch);
     int64_t shared = 0;
     for (int i = 0; i < BT_STRIPES; i++)

@@ -254,6 +254,25 @@ Test(bt_fold, idle_readers_fold)
     cr_assert_eq(bt_txn_stat("versionsPending"), 0);
     cr_assert_eq(bt_txn_stat("chains"), 0);
     expect_all(first, 10, 0, 0);
+    /* aborts leave retired entries and nothing pending: an idle reader
+     * frees them too */
+    bt_expect_valid(); /* folds what expect_all's commit left */
+    eng_txn *t = btb();
+    uint8_t d[64];
+    eng_rid nr;
+    bool moved;
+    rec(d, 77);
+    BOK(eng_rs_update(RS, t, first, d, 64, &nr, &moved, &BERR));
+    eng_txn_abort(t);
+    cr_assert_eq(bt_txn_stat("versionsPending"), 0);
+    cr_assert_eq(bt_txn_stat("retired"), 2);
+    for (int i = 0; i < 200; i++) /* the reader sees the commits so far */
+        cr_assert_eq(get(first + i % 10), i % 10);
+    cr_assert_eq(bt_txn_stat("retired"), 2);
+    usleep(5000);
+    for (int i = 0; i < 200; i++)
+        cr_assert_eq(get(first + i % 10), i % 10);
+    cr_assert_eq(bt_txn_stat("retired"), 0);
     close_stores();
 }
 
