@@ -78,6 +78,20 @@ int pt_cart_update(md_db *db, const char *coll, const bson_t *q, const bson_t *u
     return rc;
 }
 
+int pt_cart_reserve(md_db *db, const bson_oid_t *cart, int64_t product, int32_t quantity,
+                    const char *created, int flags, int64_t *n, md_error *err)
+{
+    bson_t *q = BCON_NEW("_id", BCON_INT64(product), "quantity", "{", "$gte",
+                         BCON_INT32(quantity), "}");
+    bson_t *u = BCON_NEW("$inc", "{", "quantity", BCON_INT32(-quantity), "}", "$push", "{",
+                         "reservations", "{", "quantity", BCON_INT32(quantity), "_id",
+                         BCON_OID(cart), created, BCON_DATE_TIME(pt_now_ms()), "}", "}");
+    int rc = pt_cart_update(db, CART_INVENTORIES, q, u, flags, n, err);
+    bson_destroy(q);
+    bson_destroy(u);
+    return rc;
+}
+
 static int64_t iter_i64(const bson_iter_t *it)
 {
     return BSON_ITER_HOLDS_NUMBER(it) ? bson_iter_as_int64(it) : INT64_MIN;

@@ -42,6 +42,15 @@ bool pt_cart_step(pt_cart_steps *s);
 int pt_cart_update(md_db *db, const char *coll, const bson_t *q, const bson_t *u, int flags,
                    int64_t *matched, md_error *err);
 
+/* The reservation of `quantity` of `product` for `cart` (Ex 2 of 5.5, Ex 3
+ * of 5.6, the simulator's Inventory.reserve): take the quantity if the
+ * inventory still has it and push {quantity, _id: cart, <created>: now}
+ * onto its reservations.  `created` is the timestamp's field: the book
+ * writes createdOn, the simulator created_on.  flags and *n as for
+ * pt_cart_update (0 in *n: not enough stock). */
+int pt_cart_reserve(md_db *db, const bson_oid_t *cart, int64_t product, int32_t quantity,
+                    const char *created, int flags, int64_t *n, md_error *err);
+
 /* A cart's product lines, read from a cart document. */
 typedef struct pt_cart_line {
     int64_t product;

@@ -118,15 +118,8 @@ static int reserve_all(md_db *db, const bson_oid_t *cart, pt_cart_line *lines, i
     *failed = false;
     for (int i = 0; i < n; i++) {
         int64_t matched = 0;
-        bson_t *q = BCON_NEW("_id", BCON_INT64(lines[i].product), "quantity", "{", "$gte",
-                             BCON_INT32(lines[i].quantity), "}");
-        bson_t *u = BCON_NEW("$inc", "{", "quantity", BCON_INT32(-lines[i].quantity), "}",
-                             "$push", "{", "reservations", "{", "quantity",
-                             BCON_INT32(lines[i].quantity), "_id", BCON_OID(cart), "createdOn",
-                             BCON_DATE_TIME(pt_now_ms()), "}", "}");
-        int rc = pt_cart_update(db, CART_INVENTORIES, q, u, 0, &matched, err);
-        bson_destroy(q);
-        bson_destroy(u);
+        int rc = pt_cart_reserve(db, cart, lines[i].product, lines[i].quantity, "createdOn", 0,
+                                 &matched, err);
         if (rc != 0)
             return rc;
         if (matched > 0)

@@ -41,21 +41,6 @@
 
 #include "cart_common.h"
 
-/* Ex 2, as the book writes it. */
-static int reserve(md_db *db, const bson_oid_t *cart, int64_t product, int32_t quantity,
-                   int64_t *matched, md_error *err)
-{
-    bson_t *q = BCON_NEW("_id", BCON_INT64(product), "quantity", "{", "$gte",
-                         BCON_INT32(quantity), "}");
-    bson_t *u = BCON_NEW("$inc", "{", "quantity", BCON_INT32(-quantity), "}", "$push", "{",
-                         "reservations", "{", "quantity", BCON_INT32(quantity), "_id",
-                         BCON_OID(cart), "createdOn", BCON_DATE_TIME(pt_now_ms()), "}", "}");
-    int rc = pt_cart_update(db, CART_INVENTORIES, q, u, 0, matched, err);
-    bson_destroy(q);
-    bson_destroy(u);
-    return rc;
-}
-
 /* Is the cart still active?  0 yes, MD_NOTFOUND no. */
 static int still_active(md_db *db, const bson_oid_t *cart, md_error *err)
 {
@@ -86,7 +71,8 @@ int pt_cart_res_add(md_db *db, const bson_oid_t *cart, const pt_cart_item *item,
     int rc = pt_cart_add_line(db, cart, item, &s, err);
     if (rc != 0)
         return rc;
-    rc = reserve(db, cart, item->product, item->quantity, &matched, err);
+    rc = pt_cart_reserve(db, cart, item->product, item->quantity, "createdOn", 0, &matched,
+                         err); /* Ex 2 */
     if (rc != 0)
         return rc;
     STEP(&s);
