@@ -338,45 +338,42 @@ static void expected_names(const i18n_state *st, int i, bson_t *names)
         BSON_APPEND_UTF8(names, I18N_ADD_LOCALE, I18N_ADD_NAME);
 }
 
-/* Scan `coll`; each document's names at `path` must be the expected ones of
- * the category whose _id is at `id_path`.  *n counts the documents. */
+/* check_names' scan: one document's names at `path` must be the expected
+ * ones of the category whose _id is at `id_path`. */
+typedef struct names_scan {
+    const i18n_state *st;
+    const char *coll, *id_path, *path;
+} names_scan;
+
+static int names_doc(const bson_t *doc, void *arg, md_error *err)
+{
+    const names_scan *a = arg;
+    bson_iter_t it;
+    bson_t names, want;
+    int cat = -1, rc = 0;
+    if (bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, a->id_path, &it) &&
+        BSON_ITER_HOLDS_INT32(&it))
+        cat = bson_iter_int32(&it);
+    if (cat < 0 || cat >= a->st->ncats || !names_at(doc, a->path, &names))
+        return md_error_set(err, MD_ERROR, MD_CODE_INTERNAL_ERROR,
+                            "%s: a document lost its category", a->coll);
+    expected_names(a->st, cat, &want);
+    if (!names_equal(&names, &want)) {
+        char *got = bson_as_relaxed_extended_json(&names, NULL);
+        rc = md_error_set(err, MD_ERROR, MD_CODE_INTERNAL_ERROR, "%s: category %d's names are %s",
+                          a->coll, cat, got);
+        bson_free(got);
+    }
+    bson_destroy(&want);
+    return rc;
+}
+
+/* Scan `coll` with names_doc; *n counts the documents. */
 static int check_names(md_db *db, const i18n_state *st, const char *coll, const char *id_path,
                        const char *path, int64_t *n, md_error *err)
 {
-    md_collection *c = md_db_get_collection(db, coll);
-    bson_t filter = BSON_INITIALIZER;
-    md_cursor *cur = md_collection_find_with_opts(c, &filter, NULL);
-    const bson_t *doc;
-    int rc = 0;
-    *n = 0;
-    while (rc == 0 && md_cursor_next(cur, &doc)) {
-        bson_iter_t it;
-        bson_t names, want;
-        int cat = -1;
-        if (bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, id_path, &it) &&
-            BSON_ITER_HOLDS_INT32(&it))
-            cat = bson_iter_int32(&it);
-        if (cat < 0 || cat >= st->ncats || !names_at(doc, path, &names)) {
-            rc = md_error_set(err, MD_ERROR, MD_CODE_INTERNAL_ERROR,
-                              "%s: a document lost its category", coll);
-            break;
-        }
-        expected_names(st, cat, &want);
-        if (!names_equal(&names, &want)) {
-            char *got = bson_as_relaxed_extended_json(&names, NULL);
-            rc = md_error_set(err, MD_ERROR, MD_CODE_INTERNAL_ERROR,
-                              "%s: category %d's names are %s", coll, cat, got);
-            bson_free(got);
-        }
-        bson_destroy(&want);
-        (*n)++;
-    }
-    if (rc == 0 && md_cursor_error(cur, err))
-        rc = MD_ERROR;
-    md_cursor_destroy(cur);
-    bson_destroy(&filter);
-    md_collection_destroy(c);
-    return rc;
+    names_scan a = {st, coll, id_path, path};
+    return pt_each_doc(db, coll, names_doc, &a, n, err);
 }
 
 /* Every category has the names the run leaves (the locale added, or

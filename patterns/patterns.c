@@ -105,6 +105,27 @@ int pt_find_one(md_db *db, const char *coll, const bson_t *filter, const bson_t 
     return rc;
 }
 
+int pt_each_doc(md_db *db, const char *coll, pt_doc_fn fn, void *arg, int64_t *n,
+                md_error *err)
+{
+    md_collection *c = md_db_get_collection(db, coll);
+    md_cursor *cur = md_collection_find_with_opts(c, NULL, NULL);
+    const bson_t *doc;
+    int rc = 0;
+    if (n)
+        *n = 0;
+    while (rc == 0 && md_cursor_next(cur, &doc)) {
+        if (n)
+            ++*n;
+        rc = fn(doc, arg, err);
+    }
+    if (rc == 0 && md_cursor_error(cur, err))
+        rc = MD_ERROR;
+    md_cursor_destroy(cur);
+    md_collection_destroy(c);
+    return rc;
+}
+
 int pt_drop_if_exists(md_db *db, const char *coll, md_error *err)
 {
     bson_t *cmd = BCON_NEW("drop", BCON_UTF8(coll));

@@ -222,6 +222,13 @@ int pt_ensure_index(md_db *db, const char *coll, const bson_t *keys, const bson_
  * failed.  projection may be NULL. */
 int pt_find_one(md_db *db, const char *coll, const bson_t *filter, const bson_t *projection,
                 bson_t *out, md_error *err);
+/* Every document of coll, in natural order, through fn; *n (may be NULL)
+ * counts the documents fn saw.  A non-zero return from fn stops the scan
+ * and is returned; a cursor error is MD_ERROR with err filled.  For the
+ * scenario checks, which read whole collections. */
+typedef int (*pt_doc_fn)(const bson_t *doc, void *arg, md_error *err);
+int pt_each_doc(md_db *db, const char *coll, pt_doc_fn fn, void *arg, int64_t *n,
+                md_error *err);
 /* The shell's db.<coll>.drop(), where a collection that does not exist is
  * not an error (a scenario's setup starts from nothing). */
 int pt_drop_if_exists(md_db *db, const char *coll, md_error *err);

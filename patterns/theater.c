@@ -803,7 +803,7 @@ typedef struct th_sess {
 
 typedef struct th_view {
     th_sess *s;
-    size_t n;
+    size_t n, cap;
 } th_view;
 
 static void th_view_free(th_view *v)
@@ -922,55 +922,49 @@ static int th_hold_array(th_view *v, const bson_t *doc, int64_t sid, int64_t car
     return 0;
 }
 
+static int th_load_session(const bson_t *doc, void *arg, md_error *err)
+{
+    th_view *v = arg;
+    if (v->n == v->cap) {
+        size_t cap = v->cap ? v->cap * 2 : 64;
+        th_sess *g = realloc(v->s, sizeof *g * cap);
+        if (!g)
+            return MD_ENOMEM;
+        v->s = g;
+        v->cap = cap;
+    }
+    th_sess *s = &v->s[v->n++];
+    memset(s, 0, sizeof *s);
+    s->id = th_i64(doc, "_id", -1);
+    s->seats_available = th_i64(doc, "seatsAvailable", -1);
+    int rc = th_load_seats(doc, s);
+    if (rc != 0)
+        md_error_set(err, rc, MD_CODE_BAD_VALUE, "session %lld: bad seat map", (long long)s->id);
+    return rc;
+}
+
 static int th_load_sessions(md_db *db, th_view *v, md_error *err)
 {
-    md_collection *c = md_db_get_collection(db, TH_SESSIONS);
-    bson_t filter = BSON_INITIALIZER;
-    md_cursor *cur = md_collection_find_with_opts(c, &filter, NULL);
-    const bson_t *doc;
-    size_t cap = 0;
-    int rc = 0;
-    while (rc == 0 && md_cursor_next(cur, &doc)) {
-        if (v->n == cap) {
-            th_sess *g = realloc(v->s, sizeof *g * (cap = cap ? cap * 2 : 64));
-            if (!g) {
-                rc = MD_ENOMEM;
-                break;
-            }
-            v->s = g;
-        }
-        th_sess *s = &v->s[v->n++];
-        memset(s, 0, sizeof *s);
-        s->id = th_i64(doc, "_id", -1);
-        s->seats_available = th_i64(doc, "seatsAvailable", -1);
-        rc = th_load_seats(doc, s);
-        if (rc != 0)
-            md_error_set(err, rc, MD_CODE_BAD_VALUE, "session %lld: bad seat map",
-                         (long long)s->id);
-    }
-    if (rc == 0 && md_cursor_error(cur, err))
-        rc = MD_ERROR;
-    md_cursor_destroy(cur);
-    md_collection_destroy(c);
+    int rc = pt_each_doc(db, TH_SESSIONS, th_load_session, v, NULL, err);
     if (rc == 0)
         qsort(v->s, v->n, sizeof *v->s, th_sess_cmp);
     return rc;
 }
 
+static int th_session_holds(const bson_t *doc, void *arg, md_error *err)
+{
+    return th_hold_array(arg, doc, th_i64(doc, "_id", -1), -1, "a session reservation", err);
+}
+
+static int th_receipt_holds(const bson_t *doc, void *arg, md_error *err)
+{
+    return th_hold_array(arg, doc, -1, th_i64(doc, "_id", -1), "a receipt", err);
+}
+
 /* Holdings by session reservations (and, if settled, their carts active). */
 static int th_check_session_holds(md_db *db, th_view *v, bool settled, md_error *err)
 {
-    md_collection *c = md_db_get_collection(db, TH_SESSIONS);
-    bson_t filter = BSON_INITIALIZER;
-    md_cursor *cur = md_collection_find_with_opts(c, &filter, NULL);
-    const bson_t *doc;
-    int rc = 0;
-    while (rc == 0 && md_cursor_next(cur, &doc))
-        rc = th_hold_array(v, doc, th_i64(doc, "_id", -1), -1, "a session reservation", err);
-    if (rc == 0 && md_cursor_error(cur, err))
-        rc = MD_ERROR;
-    md_cursor_destroy(cur);
-    md_collection_destroy(c);
+    int rc = pt_each_doc(db, TH_SESSIONS, th_session_holds, v, NULL, err);
     if (rc != 0 || !settled)
         return rc;
     th_hold *h;
@@ -1001,18 +995,7 @@ static int th_check_session_holds(md_db *db, th_view *v, bool settled, md_error 
 
 static int th_check_receipts(md_db *db, th_view *v, md_error *err)
 {
-    md_collection *c = md_db_get_collection(db, TH_RECEIPTS);
-    bson_t filter = BSON_INITIALIZER;
-    md_cursor *cur = md_collection_find_with_opts(c, &filter, NULL);
-    const bson_t *doc;
-    int rc = 0;
-    while (rc == 0 && md_cursor_next(cur, &doc))
-        rc = th_hold_array(v, doc, -1, th_i64(doc, "_id", -1), "a receipt", err);
-    if (rc == 0 && md_cursor_error(cur, err))
-        rc = MD_ERROR;
-    md_cursor_destroy(cur);
-    md_collection_destroy(c);
-    return rc;
+    return pt_each_doc(db, TH_RECEIPTS, th_receipt_holds, v, NULL, err);
 }
 
 int pt_theater_check(md_db *db, bool settled, md_error *err)

@@ -456,43 +456,42 @@ static int th_seats_add(th_seats *s, const bson_t *res, const char *coll, md_err
     return 0;
 }
 
+/* th_seats_collect's scan: one document's reservations. */
+typedef struct th_seats_scan {
+    th_seats *s;
+    const char *coll;
+} th_seats_scan;
+
+static int th_seats_doc(const bson_t *doc, void *arg, md_error *err)
+{
+    th_seats_scan *a = arg;
+    bson_iter_t it, arr;
+    int rc = 0;
+    if (!bson_iter_init_find(&it, doc, "reservations") || !BSON_ITER_HOLDS_ARRAY(&it) ||
+        !bson_iter_recurse(&it, &arr))
+        return md_error_set(err, MD_ERROR, MD_CODE_BAD_VALUE,
+                            "a document in %s without reservations", a->coll);
+    while (rc == 0 && bson_iter_next(&arr)) {
+        bson_t res;
+        uint32_t len;
+        const uint8_t *data;
+        if (!BSON_ITER_HOLDS_DOCUMENT(&arr))
+            return md_error_set(err, MD_ERROR, MD_CODE_BAD_VALUE,
+                                "a reservation in %s is not a document", a->coll);
+        bson_iter_document(&arr, &len, &data);
+        bson_init_static(&res, data, len);
+        rc = th_seats_add(a->s, &res, a->coll, err);
+    }
+    return rc;
+}
+
 /* Every seat the reservations of coll's documents name, sorted; *ndocs
  * counts the documents. */
 static int th_seats_collect(md_db *db, const char *coll, th_seats *s, int64_t *ndocs,
                             md_error *err)
 {
-    md_collection *c = md_db_get_collection(db, coll);
-    bson_t filter = BSON_INITIALIZER;
-    md_cursor *cur = md_collection_find_with_opts(c, &filter, NULL);
-    const bson_t *doc;
-    int rc = 0;
-    while (rc == 0 && md_cursor_next(cur, &doc)) {
-        bson_iter_t it, arr;
-        ++*ndocs;
-        if (!bson_iter_init_find(&it, doc, "reservations") || !BSON_ITER_HOLDS_ARRAY(&it) ||
-            !bson_iter_recurse(&it, &arr)) {
-            rc = md_error_set(err, MD_ERROR, MD_CODE_BAD_VALUE,
-                              "a document in %s without reservations", coll);
-            break;
-        }
-        while (rc == 0 && bson_iter_next(&arr)) {
-            bson_t res;
-            uint32_t len;
-            const uint8_t *data;
-            if (!BSON_ITER_HOLDS_DOCUMENT(&arr)) {
-                rc = md_error_set(err, MD_ERROR, MD_CODE_BAD_VALUE,
-                                  "a reservation in %s is not a document", coll);
-                break;
-            }
-            bson_iter_document(&arr, &len, &data);
-            bson_init_static(&res, data, len);
-            rc = th_seats_add(s, &res, coll, err);
-        }
-    }
-    if (rc == 0 && md_cursor_error(cur, err))
-        rc = MD_ERROR;
-    md_cursor_destroy(cur);
-    md_collection_destroy(c);
+    th_seats_scan a = {s, coll};
+    int rc = pt_each_doc(db, coll, th_seats_doc, &a, ndocs, err);
     if (rc == 0)
         qsort(s->v, s->n, sizeof *s->v, th_seat_cmp);
     return rc;
@@ -548,23 +547,22 @@ static int th_sim_check_session(const bson_t *doc, const th_seats *sold, size_t 
     return 0;
 }
 
+typedef struct th_sessions_scan {
+    const th_seats *sold;
+    size_t *matched;
+} th_sessions_scan;
+
+static int th_sim_session_doc(const bson_t *doc, void *arg, md_error *err)
+{
+    th_sessions_scan *a = arg;
+    return th_sim_check_session(doc, a->sold, a->matched, err);
+}
+
 static int th_sim_check_sessions(md_db *db, const th_seats *sold, int64_t *nsessions,
                                  size_t *matched, md_error *err)
 {
-    md_collection *c = md_db_get_collection(db, TH_SESSIONS);
-    bson_t filter = BSON_INITIALIZER;
-    md_cursor *cur = md_collection_find_with_opts(c, &filter, NULL);
-    const bson_t *doc;
-    int rc = 0;
-    while (rc == 0 && md_cursor_next(cur, &doc)) {
-        ++*nsessions;
-        rc = th_sim_check_session(doc, sold, matched, err);
-    }
-    if (rc == 0 && md_cursor_error(cur, err))
-        rc = MD_ERROR;
-    md_cursor_destroy(cur);
-    md_collection_destroy(c);
-    return rc;
+    th_sessions_scan a = {sold, matched};
+    return pt_each_doc(db, TH_SESSIONS, th_sim_session_doc, &a, nsessions, err);
 }
 
 /*
