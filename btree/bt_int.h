@@ -486,10 +486,11 @@ int bt_apply_near(bt_tree *t, bt_pos *hint, const uint8_t *key, uint32_t klen, e
 int bt_reconcile_tree(bt_tree *t, md_error *err);
 void bt_tree_free_pages(bt_tree *t);
 int bt_evict(bt_engine *e, size_t target);
-/* A change of the base (under the exclusive latch): cursors re-find
- * their place.  Stored atomically: a cursor's get compares it without
- * the latch (ss_refresh). */
-#define bt_gen_bump(e) __atomic_store_n(&(e)->gen, (e)->gen + 1, __ATOMIC_RELEASE)
+/* A change of the base (under the exclusive latch), or a page image
+ * written (its write generation): cursors re-find their place.  Atomic:
+ * a cursor's get compares gen without the latch (ss_refresh); returns the
+ * new value. */
+#define bt_gen_bump(e) __atomic_add_fetch(&(e)->gen, 1, __ATOMIC_RELEASE)
 
 /* ---- the engine (bt_engine.c, bt_ckpt.c) ---------------------------------- */
 
@@ -576,7 +577,7 @@ struct bt_engine {
     const bt_compressor *default_comp;
     size_t cache_max, cache_bytes, dirty_bytes; /* cache_bytes: atomic */
     uint64_t gen;        /* bumped on every change of the base (exclusive
-                            latch; atomic stores, bt_gen_bump: a cursor's
+                            latch; atomic adds, bt_gen_bump: a cursor's
                             get reads it without the latch); commits show
                             in last_ts instead */
     uint64_t next_file_id;

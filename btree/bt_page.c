@@ -201,7 +201,7 @@ static int write_image(bt_tree *t, int type, uint32_t entries, const uint8_t *bo
     size_t clen = 0;
     if (!img)
         return bt_nomem(err);
-    uint64_t wgen = __atomic_add_fetch(&t->eng->gen, 1, __ATOMIC_RELEASE); /* see bt_gen_bump */
+    uint64_t wgen = bt_gen_bump(t->eng);
     uint32_t mem_size = (uint32_t)(BT_HDR + blen);
     memcpy(img + 8, &wgen, 8);
     memcpy(img + 16, &mem_size, 4);

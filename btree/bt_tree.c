@@ -263,16 +263,21 @@ int bt_get_near(bt_tree *t, bt_leaf_hint *h, const uint8_t *key, uint32_t klen, 
 {
     uint64_t gen = __atomic_load_n(&t->eng->gen, __ATOMIC_ACQUIRE);
     bt_page *p = h->leaf;
-    if (p && h->tree == t && h->gen == gen && p->n && ent_cmp(&p->e[0], key, klen, rid) <= 0 &&
-        ent_cmp(&p->e[p->n - 1], key, klen, rid) >= 0) {
-        size_t s = h->slot + 1 < p->n && ent_cmp(&p->e[h->slot + 1], key, klen, rid) == 0
-                       ? h->slot + 1
-                       : page_find(p, key, klen, rid, false);
-        h->slot = s;
-        if (s >= p->n || ent_cmp(&p->e[s], key, klen, rid) != 0)
-            return MD_NOTFOUND;
-        *out = &p->e[s];
-        return 0;
+    if (p && h->tree == t && h->gen == gen) {
+        size_t s = h->slot + 1;
+        if (s < p->n && ent_cmp(&p->e[s], key, klen, rid) == 0) { /* the next one */
+            h->slot = s;
+            *out = &p->e[s];
+            return 0;
+        }
+        if (p->n && ent_cmp(&p->e[0], key, klen, rid) <= 0 &&
+            ent_cmp(&p->e[p->n - 1], key, klen, rid) >= 0) { /* in this leaf, if anywhere */
+            h->slot = s = page_find(p, key, klen, rid, false);
+            if (s >= p->n || ent_cmp(&p->e[s], key, klen, rid) != 0)
+                return MD_NOTFOUND;
+            *out = &p->e[s];
+            return 0;
+        }
     }
     bt_pos pos;
     bool exact;

@@ -421,12 +421,17 @@ static void chain_free(bt_engine *e, bt_chain *c)
 /* Versions and chains taken out under the shared latch wait on their
  * overlay's retired lists (under mu) until the exclusive latch: a reader
  * may still stand on them. */
+static void count_retired(bt_tree *t)
+{
+    __atomic_store_n(&t->ov.nretired, t->ov.nretired + 1, __ATOMIC_RELAXED);
+    ADD(t->eng->retired, 1);
+}
+
 static void retire_upd(bt_tree *t, bt_upd *u)
 {
     u->retired = t->ov.retired_u;
     t->ov.retired_u = u;
-    __atomic_store_n(&t->ov.nretired, t->ov.nretired + 1, __ATOMIC_RELAXED);
-    ADD(t->eng->retired, 1);
+    count_retired(t);
 }
 
 /* Free what was retired.  Under the exclusive latch (or the tree is going
@@ -467,8 +472,7 @@ static void ov_remove(bt_tree *t, bt_chain *c)
     __atomic_store_n(&t->ov.n, t->ov.n - 1, __ATOMIC_RELAXED);
     c->retired = t->ov.retired_c;
     t->ov.retired_c = c;
-    __atomic_store_n(&t->ov.nretired, t->ov.nretired + 1, __ATOMIC_RELAXED);
-    ADD(t->eng->retired, 1);
+    count_retired(t);
 }
 
 /* Every tree's overlay is initialized as the tree joins the engine
