@@ -111,6 +111,7 @@ typedef struct q_coll {
     uint64_t cap_inserts; /* under db->cap_mu */
     pthread_mutex_t plan_mu; /* guards plan_cache */
     struct q_plan_cache_ent *plan_cache; /* q_plan.c: choices per query shape */
+    int64_t plan_writes; /* writes since plan_cache was last emptied (atomic) */
     struct q_coll *next;
 } q_coll;
 
@@ -435,6 +436,7 @@ bool q_plan_cache_get(q_coll *c, const q_buf *shape, char *name);
 void q_plan_cache_put(q_coll *c, const q_buf *shape, const bson_t *filter, const bson_t *sort,
                       const bson_t *proj, const char *index);
 void q_plan_cache_clear(q_coll *c);
+void q_plan_cache_note_write(q_coll *c); /* after each committed write */
 /* planCacheListQueryShapes / planCacheClear (q_plan.c). */
 int q_cmd_plan_cache_list(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);
 int q_cmd_plan_cache_clear(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err);

@@ -5,8 +5,13 @@
  * the projection -- and later queries of that shape skip the trial.  The
  * cache of a collection is emptied when its indexes change (createIndexes,
  * dropIndexes, drop) or by planCacheClear; planCacheListQueryShapes lists
- * it.  MongoDB also evicts an entry whose plan turns out much worse than
- * during its trial; minidoc does not.
+ * it.  As MongoDB 3.0's PlanCache::notifyOfWriteOp, a collection's cache
+ * is also emptied after every Q_PLAN_CACHE_WRITES writes to it
+ * (internalQueryCacheWriteOpsBetweenFlush), so that a choice made when the
+ * data looked different is tried again: the Queue pattern's FIFO fetch, for
+ * one, is best walking createdOn while few jobs are taken and best reading
+ * only the waiting jobs once many are.  MongoDB 3.0 also evicts an entry
+ * whose plan turns out much worse than during its trial; minidoc does not.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +20,7 @@
 #include "q_path.h"
 
 #define Q_PLAN_CACHE_MAX 200
+#define Q_PLAN_CACHE_WRITES 1000
 
 typedef struct q_plan_cache_ent {
     char *shape;
@@ -85,6 +91,7 @@ bool q_plan_cache_get(q_coll *c, const q_buf *shape, char *name)
 
 static void cache_clear(q_coll *c)
 {
+    __atomic_store_n(&c->plan_writes, 0, __ATOMIC_RELAXED);
     while (c->plan_cache) {
         q_plan_cache_ent *e = c->plan_cache;
         c->plan_cache = e->next;
@@ -133,6 +140,12 @@ void q_plan_cache_clear(q_coll *c)
     pthread_mutex_lock(&c->plan_mu);
     cache_clear(c);
     pthread_mutex_unlock(&c->plan_mu);
+}
+
+void q_plan_cache_note_write(q_coll *c)
+{
+    if (Q_COUNT(c->plan_writes, 1) + 1 >= Q_PLAN_CACHE_WRITES)
+        q_plan_cache_clear(c);
 }
 
 int q_cmd_plan_cache_list(md_db *db, const bson_t *cmd, bson_t *reply, md_error *err)

@@ -368,12 +368,22 @@ static double trial(md_db *db, q_coll *c, const q_matcher *m, const q_plan *p, b
         q_scan_close(&s);
         return -1;
     }
-    while (s.advanced < Q_TRIAL_RESULTS && s.keys + s.docs < Q_TRIAL_WORKS)
+    /* A plan that leaves the sort to memory (MongoDB's blocking SORT
+     * stage) returns nothing until its scan has ended, then one result per
+     * work: it scans on past Q_TRIAL_RESULTS, and scores nothing unless the
+     * scan ends within the trial. */
+    while ((!p->sort_provided || s.advanced < Q_TRIAL_RESULTS) &&
+           s.keys + s.docs < Q_TRIAL_WORKS)
         if (q_scan_next(&s, &rid, &doc) != 0) {
             *eof = true;
             break;
         }
-    double score = (double)s.advanced / (double)(s.keys + s.docs + 1);
+    double adv = (double)s.advanced, works = (double)(s.keys + s.docs);
+    if (!p->sort_provided) {
+        adv = *eof ? (adv < Q_TRIAL_RESULTS ? adv : Q_TRIAL_RESULTS) : 0;
+        works += adv;
+    }
+    double score = adv / (works + 1);
     q_scan_close(&s);
     return score;
 }

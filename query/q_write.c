@@ -271,6 +271,7 @@ static int write_commit(md_db *db, eng_txn *t, q_coll *c, const bool *flipped, b
         q_err_engine(err, rc, "committing");
         return q_write_failed(db, rc, err);
     }
+    q_plan_cache_note_write(c);
     return 0;
 }
 

@@ -712,6 +712,78 @@ Test(q_plan, plan_cache_per_shape)
     }
 }
 
+/* MongoDB 3.0's PlanCache::notifyOfWriteOp: a collection's cached choices
+ * go after 1000 writes to it (inserts, updates and deletes alike), so that
+ * the next query of each shape is tried again on the data as it is. */
+Test(q_plan, plan_cache_emptied_after_1000_writes)
+{
+    tdb t;
+    FOR_EACH_ENGINE(t) {
+        T_RUN(&t, "{\"createIndexes\": \"c\", \"indexes\": [{\"key\": {\"a\": 1}, \"name\": \"a_1\"}, "
+                  "{\"key\": {\"b\": 1}, \"name\": \"b_1\"}]}");
+        char docs[20000];
+        size_t n = 0;
+        n += (size_t)snprintf(docs + n, sizeof docs - n, "[");
+        for (int i = 0; i < 499; i++)
+            n += (size_t)snprintf(docs + n, sizeof docs - n, "%s{\"a\": %d, \"b\": %d}",
+                                  i ? ", " : "", i % 100, i % 2);
+        snprintf(docs + n, sizeof docs - n, "]");
+        T_RUN(&t, "{\"insert\": \"c\", \"documents\": %s}", docs);
+        T_RUN(&t, "{\"planCacheClear\": \"c\"}"); /* and its write count */
+        bson_destroy(T_OK(&t, "{\"find\": \"c\", \"filter\": {\"a\": 3, \"b\": 1}}"));
+        bson_t *r = T_OK(&t, "{\"planCacheListQueryShapes\": \"c\"}");
+        cr_assert_eq(t_len(r, "shapes"), 1, "[%s]", t.engine);
+        bson_destroy(r);
+        /* 499 inserts, 498 updates and two deletes: 999 writes, kept */
+        T_RUN(&t, "{\"insert\": \"c\", \"documents\": %s}", docs);
+        r = T_OK(&t, "{\"update\": \"c\", \"updates\": [{\"q\": {\"b\": 1}, \"u\": "
+                     "{\"$inc\": {\"x\": 1}}, \"multi\": true}]}");
+        cr_assert_eq(t_i64(r, "nModified"), 498, "[%s]", t.engine);
+        bson_destroy(r);
+        for (int i = 0; i < 2; i++)
+            T_RUN(&t, "{\"delete\": \"c\", \"deletes\": [{\"q\": {\"a\": 0}, \"limit\": 1}]}");
+        r = T_OK(&t, "{\"planCacheListQueryShapes\": \"c\"}");
+        cr_assert_eq(t_len(r, "shapes"), 1, "[%s] after 999 writes", t.engine);
+        bson_destroy(r);
+        /* the thousandth empties it */
+        T_RUN(&t, "{\"delete\": \"c\", \"deletes\": [{\"q\": {\"a\": 0}, \"limit\": 1}]}");
+        r = T_OK(&t, "{\"planCacheListQueryShapes\": \"c\"}");
+        cr_assert_eq(t_len(r, "shapes"), 0, "[%s] after 1000 writes", t.engine);
+        bson_destroy(r);
+    }
+}
+
+/* A plan that needs an in-memory sort returns nothing until its scan ends
+ * (MongoDB's blocking SORT stage).  Here the {a} plan matches every key it
+ * reads but would read 8000 keys and documents before its first result;
+ * the {b} plan gives the order and every other document it reads matches.
+ * Unsorted, {a} wins the trial; sorted by b, {b} does. */
+Test(q_plan, trial_counts_a_blocking_sort_as_no_results)
+{
+    tdb t;
+    FOR_EACH_ENGINE(t) {
+        T_RUN(&t, "{\"createIndexes\": \"c\", \"indexes\": [{\"key\": {\"a\": 1}, \"name\": \"a_1\"}, "
+                  "{\"key\": {\"b\": 1}, \"name\": \"b_1\"}]}");
+        static char docs[64000];
+        for (int k = 0; k < 16; k++) {
+            size_t n = (size_t)snprintf(docs, sizeof docs, "[");
+            for (int i = k * 1000; i < (k + 1) * 1000; i++)
+                n += (size_t)snprintf(docs + n, sizeof docs - n, "%s{\"a\": %d, \"b\": %d}",
+                                      i % 1000 ? ", " : "", i % 2 ? 1 : 2, (i * 7919) % 16000);
+            snprintf(docs + n, sizeof docs - n, "]");
+            T_RUN(&t, "{\"insert\": \"c\", \"documents\": %s}", docs);
+        }
+        assert_plan(&t, "{\"find\": \"c\", \"filter\": {\"a\": 1}}", "\"a_1\"", "\"b_1\"");
+        assert_plan(&t, "{\"find\": \"c\", \"filter\": {\"a\": 1}, \"sort\": {\"b\": 1}}",
+                    "\"b_1\"", "\"SORT\"");
+        /* few enough to sort within the trial: {a} and a SORT */
+        T_RUN(&t, "{\"insert\": \"c\", \"documents\": [{\"a\": 3, \"b\": 5}, {\"a\": 3, "
+                  "\"b\": 4}]}");
+        assert_plan(&t, "{\"find\": \"c\", \"filter\": {\"a\": 3}, \"sort\": {\"b\": 1}}",
+                    "\"SORT\"", "\"b_1\"");
+    }
+}
+
 Test(q_plan, index_cursor_survives_deletes_between_batches)
 {
     tdb t;
