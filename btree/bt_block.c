@@ -27,12 +27,7 @@
  * OutOfDiskSpace (14031), anything else MD_EIO with FileStreamFailed. */
 int bt_io_error(md_error *err, const char *what, const char *path)
 {
-    int saved = errno;
-    if (saved == ENOSPC || saved == EDQUOT)
-        return md_error_set(err, MD_ENOSPC, MD_CODE_OUT_OF_DISK_SPACE, "btree: %s %s: %s", what,
-                            path, strerror(saved));
-    return md_error_set(err, MD_EIO, MD_CODE_FILE_STREAM_FAILED, "btree: %s %s: %s", what, path,
-                        strerror(saved));
+    return eng_io_error(err, "btree: ", what, path);
 }
 
 int bt_nomem(md_error *err)

@@ -624,11 +624,7 @@ static void *flush_main(void *arg)
     bt_log *l = arg;
     pthread_mutex_lock(&l->mu);
     while (!l->stop) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += (long)l->interval_ms * 1000000L;
-        ts.tv_sec += ts.tv_nsec / 1000000000L;
-        ts.tv_nsec %= 1000000000L;
+        struct timespec ts = eng_deadline(CLOCK_REALTIME, (int64_t)l->interval_ms * 1000);
         pthread_cond_timedwait(&l->cv, &l->mu, &ts);
         if (!l->stop && l->buf.n) {
             pthread_mutex_unlock(&l->mu);

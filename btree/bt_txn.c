@@ -164,11 +164,7 @@ void bt_latch_excl(bt_engine *e)
 {
     if (pthread_rwlock_trywrlock(&e->latch) != 0) {
         int64_t t0 = eng_now_us();
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += BT_GATE_US * 1000L;
-        until.tv_sec += until.tv_nsec / 1000000000L;
-        until.tv_nsec %= 1000000000L;
+        struct timespec until = eng_deadline(CLOCK_REALTIME, BT_GATE_US);
         if (pthread_rwlock_timedwrlock(&e->latch, &until) != 0) {
             /* readers kept it: close the gate until this writer is in */
             pthread_mutex_lock(&e->gate_mu);

@@ -218,11 +218,13 @@ int bt_verify_engine(eng_engine *eh, eng_validate *v)
 {
     bt_engine *e = (bt_engine *)eh;
     int n = 0;
+    /* as bt_rs_validate: nothing may move while the walk reads pages in,
+     * so the exclusive latch is held across it, not only the fold */
     bt_latch_excl(e);
     (void)bt_fold_all(e, NULL); /* the counters include unfolded commits */
-    bt_unlatch(e);
     for (size_t i = 0; i < e->ntrees; i++)
         if (e->trees[i]->live)
             n += bt_verify_tree(e->trees[i], v);
+    bt_unlatch(e);
     return n;
 }

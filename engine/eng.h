@@ -66,6 +66,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include "minidoc.h"
 
@@ -611,5 +612,14 @@ void eng_rwlock_init(pthread_rwlock_t *l);
 uint32_t eng_crc32c(uint32_t crc, const void *buf, size_t len);
 /* A monotonic clock in microseconds, for lock-wait statistics. */
 int64_t eng_now_us(void);
+/* The time `us` microseconds from now on clock clk, for the timed waits
+ * (pthread_cond_timedwait and friends take an absolute time). */
+struct timespec eng_deadline(clockid_t clk, int64_t us);
+/* A failed file operation, from errno: a full disk (or quota) is MD_ENOSPC
+ * with OutOfDiskSpace (14031), anything else MD_EIO with FileStreamFailed;
+ * the message is "<prefix><what> <path>: <strerror>".  eng_errno_rc is the
+ * same choice without the message. */
+int eng_io_error(md_error *err, const char *prefix, const char *what, const char *path);
+int eng_errno_rc(int e);
 
 #endif /* ENG_H */

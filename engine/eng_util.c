@@ -4,6 +4,7 @@
  * the allocation strategy names (the sorted stores' key order,
  * eng_key_cmp, is inline in eng.h).
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -300,6 +301,29 @@ void eng_rwlock_init(pthread_rwlock_t *l)
     pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
     pthread_rwlock_init(l, &a);
     pthread_rwlockattr_destroy(&a);
+}
+
+struct timespec eng_deadline(clockid_t clk, int64_t us)
+{
+    struct timespec ts;
+    clock_gettime(clk, &ts);
+    int64_t ns = (int64_t)ts.tv_nsec + (us % 1000000) * 1000;
+    ts.tv_sec += (time_t)(us / 1000000 + ns / 1000000000);
+    ts.tv_nsec = (long)(ns % 1000000000);
+    return ts;
+}
+
+int eng_errno_rc(int e)
+{
+    return e == ENOSPC || e == EDQUOT ? MD_ENOSPC : MD_EIO;
+}
+
+int eng_io_error(md_error *err, const char *prefix, const char *what, const char *path)
+{
+    int saved = errno, rc = eng_errno_rc(saved);
+    return md_error_set(err, rc,
+                        rc == MD_ENOSPC ? MD_CODE_OUT_OF_DISK_SPACE : MD_CODE_FILE_STREAM_FAILED,
+                        "%s%s %s: %s", prefix, what, path, strerror(saved));
 }
 
 int64_t eng_now_us(void)

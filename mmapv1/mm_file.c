@@ -31,12 +31,7 @@
 
 static int io_error(md_error *err, const char *what, const char *path)
 {
-    int saved = errno;
-    if (saved == ENOSPC || saved == EDQUOT)
-        return md_error_set(err, MD_ENOSPC, MD_CODE_OUT_OF_DISK_SPACE, "%s %s: %s", what,
-                            path, strerror(saved));
-    return md_error_set(err, MD_EIO, MD_CODE_FILE_STREAM_FAILED, "%s %s: %s", what, path,
-                        strerror(saved));
+    return eng_io_error(err, "", what, path);
 }
 
 static char *path_of(const mm_engine *e, const char *suffix, char *buf, size_t n)

@@ -92,7 +92,7 @@ int mm_fsync_dir(const char *dir)
 /* MD_ENOSPC for a full disk (or quota), else MD_EIO, from errno. */
 static int io_rc(void)
 {
-    return errno == ENOSPC || errno == EDQUOT ? MD_ENOSPC : MD_EIO;
+    return eng_errno_rc(errno);
 }
 
 /* Remember what failed, from errno, unless an earlier failure is kept
@@ -599,11 +599,7 @@ static void *jthread(void *arg)
     mm_journal *j = e->j;
     pthread_mutex_lock(&j->mu);
     while (!j->stop) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        int64_t ns = ts.tv_nsec + (int64_t)j->o.interval_ms * 1000000;
-        ts.tv_sec += ns / 1000000000;
-        ts.tv_nsec = ns % 1000000000;
+        struct timespec ts = eng_deadline(CLOCK_MONOTONIC, (int64_t)j->o.interval_ms * 1000);
         pthread_cond_timedwait(&j->cv, &j->mu, &ts);
         if (j->stop)
             break;

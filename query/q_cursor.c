@@ -709,15 +709,7 @@ static void cursor_restore(q_cursor *cur)
 
 static struct timespec mono_deadline(int64_t ms)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += ms / 1000;
-    ts.tv_nsec += (ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    return ts;
+    return eng_deadline(CLOCK_MONOTONIC, ms * 1000);
 }
 
 static bool mono_passed(const struct timespec *d)
