@@ -738,6 +738,26 @@ static int service_times(const pt_scenario *sc, const pt_run_opts *o, const char
     return rc;
 }
 
+bool pt_op_decides(const pt_scenario *sc, int j)
+{
+    for (int k = 0; k < sc->nops; k++)
+        if (sc->ops[k].decides)
+            return sc->ops[j].decides;
+    return true;
+}
+
+const char *pt_book_figures_verdict(const pt_pattern *p)
+{
+    double mmap = 0, wt = 0;
+    for (int i = 0; i < p->nscenarios; i++)
+        for (int j = 0; j < p->scenarios[i]->nops; j++)
+            if (pt_op_decides(p->scenarios[i], j)) {
+                mmap += p->scenarios[i]->ops[j].book_mmap.mean;
+                wt += p->scenarios[i]->ops[j].book_wt.mean;
+            }
+    return pt_verdict(mmap, wt);
+}
+
 bool pt_book_saturated(const pt_scenario *sc, double ms)
 {
     for (int j = 0; j < sc->nops; j++)

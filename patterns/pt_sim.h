@@ -190,6 +190,14 @@ typedef struct pt_run_result {
 /* Did the book's run of sc go past saturation: an op's mean latency over
  * `ms` on either engine in the book's tables? */
 bool pt_book_saturated(const pt_scenario *sc, double ms);
+/* Does op j count toward its pattern's verdict: marked `decides`, or no op
+ * of the scenario is marked (then every op counts). */
+bool pt_op_decides(const pt_scenario *sc, int j);
+/* pt_verdict applied to the book's own figures: the sums of the deciding
+ * ops' book means on MMAPv1 and on WiredTiger.  Where the chapter's text
+ * calls it otherwise (p->book_winner is the text's call), the report says
+ * how the count would read against the figures. */
+const char *pt_book_figures_verdict(const pt_pattern *p);
 
 /* Users an op starts per iteration under these options (at least 1). */
 int64_t pt_op_users_per_iteration(const pt_op *op, const pt_run_opts *o);

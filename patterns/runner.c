@@ -456,7 +456,9 @@ int main(int argc, char **argv)
     if (run.npat)
         printf("\n%d of 11 verdicts agree with the book (%d of 11 patterns measured "
                "on both engines)\n",
-               rn_agree_count(&run), measured);
+               rn_agree_count(&run, false), measured);
+    if (run.npat)
+        rn_print_figures_count(stdout, &run);
     printf("total %.1f s%s\n", run.total_s, ok ? "" : "; SOME SCENARIOS FAILED (above)");
 
     if (files && (run.nsc || nap)) {

@@ -68,8 +68,13 @@ typedef struct rn_run {
 const pt_figures *rn_book_figures(const pt_op *op, const char *engine);
 /* Compute every pattern's verdict (needs mmapv1 and btree runs). */
 void rn_verdicts(rn_run *run);
-/* The number of the book's 11 patterns whose verdict agrees. */
-int rn_agree_count(const rn_run *run);
+/* The number of the book's 11 patterns whose verdict agrees with the book's
+ * call: its text's (pt_pattern.book_winner), or with `figures` the one its
+ * own figures give (pt_book_figures_verdict). */
+int rn_agree_count(const rn_run *run, bool figures);
+/* One sentence: the count against the book's figures (pt_book_figures_verdict)
+ * where they call a pattern otherwise than its text; nothing if they agree. */
+void rn_print_figures_count(FILE *f, const rn_run *run);
 /* Print the verdict line (and, when it disagrees, the measured causes). */
 void rn_print_verdict(FILE *f, const rn_run *run, const rn_pattern *rp);
 /* Print one run's table beside the book's. */

@@ -32,14 +32,6 @@ const pt_figures *rn_book_figures(const pt_op *op, const char *engine)
     return f;
 }
 
-static bool op_decides(const pt_scenario *sc, int j)
-{
-    for (int k = 0; k < sc->nops; k++)
-        if (sc->ops[k].decides)
-            return sc->ops[j].decides;
-    return true; /* none marked: every op counts */
-}
-
 void rn_verdicts(rn_run *run)
 {
     for (int i = 0; i < run->npat; i++) {
@@ -58,7 +50,7 @@ void rn_verdicts(rn_run *run)
                     continue;
                 }
                 for (int j = 0; j < s->sc->nops; j++)
-                    if (op_decides(s->sc, j)) {
+                    if (pt_op_decides(s->sc, j)) {
                         rp->sum_ms[e] += s->r[e]->ops[j].fig.mean;
                         rp->svc_ms[e] += s->r[e]->ops[j].service_ms;
                     }
@@ -70,15 +62,33 @@ void rn_verdicts(rn_run *run)
     }
 }
 
-int rn_agree_count(const rn_run *run)
+int rn_agree_count(const rn_run *run, bool figures)
 {
     const char *ours[64], *book[64];
     int n = 0;
     for (int i = 0; i < run->npat && n < 64; i++, n++) {
         ours[n] = run->pat[i].ours;
-        book[n] = run->pat[i].p->book_winner;
+        book[n] = figures ? pt_book_figures_verdict(run->pat[i].p) : run->pat[i].p->book_winner;
     }
     return pt_agree_count(ours, book, n);
+}
+
+void rn_print_figures_count(FILE *f, const rn_run *run)
+{
+    int changed = 0;
+    for (int i = 0; i < run->npat; i++) {
+        const pt_pattern *p = run->pat[i].p;
+        const char *fig = pt_book_figures_verdict(p);
+        if (strcmp(fig, p->book_winner) == 0)
+            continue;
+        fprintf(f, "%s%s %s: %s", changed ? "; " : "Judged against the book's own figures "
+                "instead of its text (the same rule applied to the book's mean latencies "
+                "calls ", p->section, p->title, fig);
+        changed++;
+    }
+    if (changed)
+        fprintf(f, ", where its text says otherwise), %d of 11 would agree.\n",
+                rn_agree_count(run, true));
 }
 
 static void fig_values(const pt_figures *f, double v[8])
@@ -179,7 +189,7 @@ static const char *decisive_ops(const rn_run *run, const pt_pattern *p, char *bu
     buf[0] = '\0';
     for (int i = 0; i < p->nscenarios; i++)
         for (int j = 0; j < p->scenarios[i]->nops; j++)
-            if (op_decides(p->scenarios[i], j) && len < n)
+            if (pt_op_decides(p->scenarios[i], j) && len < n)
                 len += (size_t)snprintf(buf + len, n - len, "%s%s", len ? " + " : "",
                                         p->scenarios[i]->ops[j].name);
     return buf;
@@ -623,7 +633,9 @@ int rn_write_markdown(const rn_run *run, const char *dir)
     }
     fprintf(f, "\n**%d of 11 verdicts agree with the book.** (%d of the 11 patterns were "
                "measured on both engines in this run.)\n",
-            rn_agree_count(run), measured);
+            rn_agree_count(run, false), measured);
+    fprintf(f, "\n");
+    rn_print_figures_count(f, run);
 
     bool any = false;
     for (int i = 0; i < run->npat; i++) {
