@@ -655,41 +655,6 @@ static void ac_view_free(ac_view *v)
     free(v->t);
 }
 
-/* Read every document of coll into the growing array *arr of *n elements
- * of elsize bytes, each zeroed, counted (so a failed one is still freed
- * with the view) and filled by add; then sort it by cmp. */
-static int ac_load(md_db *db, const char *coll, void **arr, size_t *n, size_t elsize,
-                   int (*add)(const bson_t *doc, void *slot, md_error *err),
-                   int (*cmp)(const void *, const void *), md_error *err)
-{
-    md_collection *c = md_db_get_collection(db, coll);
-    bson_t filter = BSON_INITIALIZER;
-    md_cursor *cur = md_collection_find_with_opts(c, &filter, NULL);
-    const bson_t *doc;
-    size_t cap = 0;
-    int rc = 0;
-    while (rc == 0 && md_cursor_next(cur, &doc)) {
-        if (*n == cap) {
-            void *g = realloc(*arr, elsize * (cap = cap ? cap * 2 : 64));
-            if (!g) {
-                rc = MD_ENOMEM;
-                break;
-            }
-            *arr = g;
-        }
-        void *slot = (char *)*arr + elsize * (*n)++;
-        memset(slot, 0, elsize);
-        rc = add(doc, slot, err);
-    }
-    if (rc == 0 && md_cursor_error(cur, err))
-        rc = MD_ERROR;
-    md_cursor_destroy(cur);
-    md_collection_destroy(c);
-    if (rc == 0)
-        qsort(*arr, *n, elsize, cmp);
-    return rc;
-}
-
 /* The name an account, or a transaction's side, goes by in the check: a
  * string's in double quotes, an integer's (the scenario's accounts are
  * numbered, as the simulator's) in digits, so that "5" and 5 stay two
@@ -760,7 +725,8 @@ static int ac_add_txn(const bson_t *doc, void *slot, md_error *err)
 static int ac_load_accounts(md_db *db, const char *coll, ac_view *v, md_error *err)
 {
     void *arr = v->a;
-    int rc = ac_load(db, coll, &arr, &v->na, sizeof *v->a, ac_add_account, ac_acct_cmp, err);
+    int rc = pt_load_sorted(db, coll, &arr, &v->na, sizeof *v->a, ac_add_account, ac_acct_cmp,
+                            err);
     v->a = arr;
     for (size_t i = 0; rc == 0 && i + 1 < v->na; i++)
         if (strcmp(v->a[i].name, v->a[i + 1].name) == 0)
@@ -772,7 +738,8 @@ static int ac_load_accounts(md_db *db, const char *coll, ac_view *v, md_error *e
 static int ac_load_txns(md_db *db, const char *coll, ac_view *v, md_error *err)
 {
     void *arr = v->t;
-    int rc = ac_load(db, coll, &arr, &v->nt, sizeof *v->t, ac_add_txn, ac_tx_cmp, err);
+    int rc = pt_load_sorted(db, coll, &arr, &v->nt, sizeof *v->t, ac_add_txn, ac_tx_cmp,
+                            err);
     v->t = arr;
     return rc;
 }

@@ -5,6 +5,8 @@
  * of patterns is registry.c.
  */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "patterns.h"
@@ -123,6 +125,39 @@ int pt_each_doc(md_db *db, const char *coll, pt_doc_fn fn, void *arg, int64_t *n
         rc = MD_ERROR;
     md_cursor_destroy(cur);
     md_collection_destroy(c);
+    return rc;
+}
+
+typedef struct load_ctx {
+    void **arr;
+    size_t *n, cap, elsize;
+    int (*add)(const bson_t *doc, void *slot, md_error *err);
+} load_ctx;
+
+static int load_one(const bson_t *doc, void *arg, md_error *err)
+{
+    load_ctx *l = arg;
+    if (*l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 64;
+        void *g = realloc(*l->arr, l->elsize * cap);
+        if (!g)
+            return MD_ENOMEM;
+        *l->arr = g;
+        l->cap = cap;
+    }
+    void *slot = (char *)*l->arr + l->elsize * (*l->n)++;
+    memset(slot, 0, l->elsize);
+    return l->add(doc, slot, err);
+}
+
+int pt_load_sorted(md_db *db, const char *coll, void **arr, size_t *n, size_t elsize,
+                   int (*add)(const bson_t *doc, void *slot, md_error *err),
+                   int (*cmp)(const void *, const void *), md_error *err)
+{
+    load_ctx l = {arr, n, *n, elsize, add};
+    int rc = pt_each_doc(db, coll, load_one, &l, NULL, err);
+    if (rc == 0)
+        qsort(*arr, *n, elsize, cmp);
     return rc;
 }
 

@@ -229,6 +229,14 @@ int pt_find_one(md_db *db, const char *coll, const bson_t *filter, const bson_t 
 typedef int (*pt_doc_fn)(const bson_t *doc, void *arg, md_error *err);
 int pt_each_doc(md_db *db, const char *coll, pt_doc_fn fn, void *arg, int64_t *n,
                 md_error *err);
+/* Every document of coll read into the growing array *arr of *n elements
+ * of elsize bytes, each zeroed and counted before add fills it (so one
+ * that add fails on is still freed with the rest), then sorted by cmp.
+ * The caller frees *arr (and what add put in its elements), also on an
+ * error.  For the checks that look documents up by key. */
+int pt_load_sorted(md_db *db, const char *coll, void **arr, size_t *n, size_t elsize,
+                   int (*add)(const bson_t *doc, void *slot, md_error *err),
+                   int (*cmp)(const void *, const void *), md_error *err);
 /* The shell's db.<coll>.drop(), where a collection that does not exist is
  * not an error (a scenario's setup starts from nothing). */
 int pt_drop_if_exists(md_db *db, const char *coll, md_error *err);

@@ -803,7 +803,7 @@ typedef struct th_sess {
 
 typedef struct th_view {
     th_sess *s;
-    size_t n, cap;
+    size_t n;
 } th_view;
 
 static void th_view_free(th_view *v)
@@ -922,19 +922,9 @@ static int th_hold_array(th_view *v, const bson_t *doc, int64_t sid, int64_t car
     return 0;
 }
 
-static int th_load_session(const bson_t *doc, void *arg, md_error *err)
+static int th_load_session(const bson_t *doc, void *slot, md_error *err)
 {
-    th_view *v = arg;
-    if (v->n == v->cap) {
-        size_t cap = v->cap ? v->cap * 2 : 64;
-        th_sess *g = realloc(v->s, sizeof *g * cap);
-        if (!g)
-            return MD_ENOMEM;
-        v->s = g;
-        v->cap = cap;
-    }
-    th_sess *s = &v->s[v->n++];
-    memset(s, 0, sizeof *s);
+    th_sess *s = slot;
     s->id = th_i64(doc, "_id", -1);
     s->seats_available = th_i64(doc, "seatsAvailable", -1);
     int rc = th_load_seats(doc, s);
@@ -945,9 +935,10 @@ static int th_load_session(const bson_t *doc, void *arg, md_error *err)
 
 static int th_load_sessions(md_db *db, th_view *v, md_error *err)
 {
-    int rc = pt_each_doc(db, TH_SESSIONS, th_load_session, v, NULL, err);
-    if (rc == 0)
-        qsort(v->s, v->n, sizeof *v->s, th_sess_cmp);
+    void *arr = v->s;
+    int rc = pt_load_sorted(db, TH_SESSIONS, &arr, &v->n, sizeof *v->s, th_load_session,
+                            th_sess_cmp, err);
+    v->s = arr;
     return rc;
 }
 
