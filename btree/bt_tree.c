@@ -241,15 +241,7 @@ int bt_pos_last(bt_tree *t, bt_pos *pos, md_error *err)
 int bt_get(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, bt_ent **out,
            md_error *err)
 {
-    bt_pos pos;
-    bool exact;
-    int rc = bt_search(t, key, klen, rid, &pos, &exact, err);
-    if (rc)
-        return rc;
-    if (!exact)
-        return MD_NOTFOUND;
-    *out = bt_pos_ent(&pos);
-    return 0;
+    return bt_get_near(t, NULL, key, klen, rid, out, err);
 }
 
 /* bt_get, starting from the leaf the last search through h ended on: when
@@ -257,12 +249,13 @@ int bt_get(bt_tree *t, const uint8_t *key, uint32_t klen, eng_rid rid, bt_ent **
  * generation) and the key lies within that leaf's entries, only the leaf
  * is searched -- an index scan fetches RecordIds in order, and neighbours
  * share leaves, as WiredTiger's cursor searches its current page first.
- * Else a full search, which leaves its leaf in h.  Under the shared latch. */
+ * Else a full search, which leaves its leaf in h.  h NULL: only the full
+ * search (bt_get).  Under the shared latch. */
 int bt_get_near(bt_tree *t, bt_leaf_hint *h, const uint8_t *key, uint32_t klen, eng_rid rid,
                 bt_ent **out, md_error *err)
 {
-    uint64_t gen = __atomic_load_n(&t->eng->gen, __ATOMIC_ACQUIRE);
-    bt_page *p = h->leaf;
+    uint64_t gen = h ? __atomic_load_n(&t->eng->gen, __ATOMIC_ACQUIRE) : 0;
+    bt_page *p = h ? h->leaf : NULL;
     if (p && h->tree == t && h->gen == gen) {
         size_t s = h->slot + 1;
         if (s < p->n && ent_cmp(&p->e[s], key, klen, rid) == 0) { /* the next one */
@@ -284,10 +277,9 @@ int bt_get_near(bt_tree *t, bt_leaf_hint *h, const uint8_t *key, uint32_t klen, 
     int rc = bt_search(t, key, klen, rid, &pos, &exact, err);
     if (rc)
         return rc;
-    h->leaf = pos.pg[pos.depth - 1];
-    h->slot = pos.slot[pos.depth - 1];
-    h->tree = t;
-    h->gen = gen;
+    if (h)
+        *h = (bt_leaf_hint){.tree = t, .leaf = pos.pg[pos.depth - 1],
+                            .slot = pos.slot[pos.depth - 1], .gen = gen};
     if (!exact)
         return MD_NOTFOUND;
     *out = bt_pos_ent(&pos);

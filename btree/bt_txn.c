@@ -414,6 +414,13 @@ static void chain_free(bt_engine *e, bt_chain *c)
     free(c);
 }
 
+/* What a tree's overlay holds toward its fold bound: its chains and its
+ * retired entries (atomic reads: commits look without mu). */
+static size_t ov_weight(bt_tree *t)
+{
+    return bt_ov_count(t) + LOAD(t->ov.nretired);
+}
+
 /* Versions and chains taken out under the shared latch wait on their
  * overlay's retired lists (under mu) until the exclusive latch: a reader
  * may still stand on them. */
@@ -434,11 +441,13 @@ static void retire_upd(bt_tree *t, bt_upd *u)
  * away): no reader is in the overlay. */
 static void retired_free(bt_engine *e, bt_overlay *o)
 {
-    for (bt_upd *u = o->retired_u, *next; u; u = next) {
+    int64_t freed = 0;
+    for (bt_upd *u = o->retired_u, *next; u; u = next, freed++) {
         next = u->retired;
         upd_free(u);
-        ADD(e->st.freed, 1);
     }
+    if (freed)
+        ADD(e->st.freed, freed);
     for (bt_chain *c = o->retired_c, *next; c; c = next) {
         next = c->retired;
         chain_free(e, c);
@@ -620,9 +629,10 @@ int bt_fold_all(bt_engine *e, md_error *err)
  * folded (or retired entries to be freed: aborts that no commit followed)
  * and no commit has come for BT_FOLD_IDLE_MS, a reader folds them (the
  * evicting flag keeps it to one thread), so that a read-mostly workload
- * reads the base alone again -- if it can have the latch at once.  It never waits for it: under many readers a waiting fold closes
- * the gate on all of them, and the stall that makes (no commit for a
- * while) looked like idleness to the next reader, which waited again.
+ * reads the base alone again -- if it can have the latch at once.  It
+ * never waits for it: under many readers a waiting fold closes the gate
+ * on all of them, and the stall that makes (no commit for a while) looked
+ * like idleness to the next reader, which waited again.
  * The checkpoint folds what readers could not.  Counting reads instead
  * of time made readers scanning a backlog between two commits (a
  * queue's) fold every few hundred reads.  A thread looks at the engine
@@ -723,8 +733,7 @@ int bt_lookup(bt_engine *e, bt_txn *x, bt_tree *t, const uint8_t *key, uint32_t 
             return !u->present ? MD_NOTFOUND : bt_buf_set(val, u->val, u->vlen);
         }
     }
-    rc = near ? bt_get_near(t, near, key, klen, rid, &en, err) : bt_get(t, key, klen, rid, &en, err);
-    if (rc)
+    if ((rc = bt_get_near(t, near, key, klen, rid, &en, err)) != 0)
         return rc;
     return bt_buf_set(val, en->val, en->vlen);
 }
@@ -1102,7 +1111,7 @@ static int fold_due(const bt_txn *x)
         if (t == last)
             continue;
         last = t;
-        size_t n = bt_ov_count(t) + LOAD(t->ov.nretired);
+        size_t n = ov_weight(t);
         if (n >= t->ov.fold_at * BT_FOLD_OVERDUE)
             due = 2;
         else if (n >= t->ov.fold_at)
@@ -1147,7 +1156,7 @@ static void fold_touched(bt_engine *e, bt_txn *x, uint64_t oldest, bool gap)
         for (size_t j = 0; j < nd && !seen; j++)
             seen = done[j] == t;
         if (seen || (gap && !tree_known(e, t)) ||
-            (t != e->meta && !x->n && t->ov.n + t->ov.nretired < t->ov.fold_at))
+            (t != e->meta && !x->n && ov_weight(t) < t->ov.fold_at))
             continue;
         (void)fold_tree(e, t, oldest, NULL);
         if (nd < 8)
