@@ -492,12 +492,25 @@ Test(q_plan, all_gives_bounds)
     }
 }
 
+/* The indexes {a: 1} (a_1) and {b: 1} (b_1) on c. */
+#define AB_INDEXES                                                                               \
+    "{\"createIndexes\": \"c\", \"indexes\": [{\"key\": {\"a\": 1}, \"name\": \"a_1\"}, "        \
+    "{\"key\": {\"b\": 1}, \"name\": \"b_1\"}]}"
+
+/* How many query shapes c's plan cache holds (planCacheListQueryShapes). */
+static int64_t cached_shapes(tdb *t)
+{
+    bson_t *r = T_OK(t, "{\"planCacheListQueryShapes\": \"c\"}");
+    int64_t n = t_len(r, "shapes");
+    bson_destroy(r);
+    return n;
+}
+
 Test(q_plan, hints)
 {
     tdb t;
     FOR_EACH_ENGINE(t) {
-        T_RUN(&t, "{\"createIndexes\": \"c\", \"indexes\": [{\"key\": {\"a\": 1}, \"name\": \"a_1\"}, "
-                  "{\"key\": {\"b\": 1}, \"name\": \"b_1\"}]}");
+        T_RUN(&t, "%s", AB_INDEXES);
         for (int i = 0; i < 30; i++)
             T_RUN(&t, "{\"insert\": \"c\", \"documents\": [{\"_id\": %d, \"a\": %d, \"b\": %d}]}",
                   i, i % 5, i % 7);
@@ -675,17 +688,14 @@ Test(q_plan, plan_cache_per_shape)
 {
     tdb t;
     FOR_EACH_ENGINE(t) {
-        T_RUN(&t, "{\"createIndexes\": \"c\", \"indexes\": [{\"key\": {\"a\": 1}, \"name\": \"a_1\"}, "
-                  "{\"key\": {\"b\": 1}, \"name\": \"b_1\"}]}");
+        T_RUN(&t, "%s", AB_INDEXES);
         for (int i = 0; i < 200; i++)
             T_RUN(&t, "{\"insert\": \"c\", \"documents\": [{\"a\": %d, \"b\": %d}]}", i % 100, i % 2);
         /* one candidate: nothing to cache */
         bson_destroy(T_OK(&t, "{\"find\": \"c\", \"filter\": {\"a\": 3}}"));
-        bson_t *r = T_OK(&t, "{\"planCacheListQueryShapes\": \"c\"}");
-        cr_assert_eq(t_len(r, "shapes"), 0);
-        bson_destroy(r);
+        cr_assert_eq(cached_shapes(&t), 0);
         /* two: the trial picks a_1 (selective) and the shape is cached */
-        r = T_OK(&t, "{\"find\": \"c\", \"filter\": {\"a\": 3, \"b\": 1}}");
+        bson_t *r = T_OK(&t, "{\"find\": \"c\", \"filter\": {\"a\": 3, \"b\": 1}}");
         cr_assert_eq(t_len(r, "cursor.firstBatch"), 2);
         bson_destroy(r);
         r = T_OK(&t, "{\"find\": \"c\", \"filter\": {\"a\": 4, \"b\": 0}}");
@@ -701,14 +711,10 @@ Test(q_plan, plan_cache_per_shape)
         /* a new index empties the cache; so does planCacheClear */
         T_RUN(&t, "{\"createIndexes\": \"c\", \"indexes\": [{\"key\": {\"b\": 1, \"a\": 1}, "
                   "\"name\": \"ba\"}]}");
-        r = T_OK(&t, "{\"planCacheListQueryShapes\": \"c\"}");
-        cr_assert_eq(t_len(r, "shapes"), 0);
-        bson_destroy(r);
+        cr_assert_eq(cached_shapes(&t), 0);
         bson_destroy(T_OK(&t, "{\"find\": \"c\", \"filter\": {\"a\": 3, \"b\": 1}}"));
         T_RUN(&t, "{\"planCacheClear\": \"c\"}");
-        r = T_OK(&t, "{\"planCacheListQueryShapes\": \"c\"}");
-        cr_assert_eq(t_len(r, "shapes"), 0);
-        bson_destroy(r);
+        cr_assert_eq(cached_shapes(&t), 0);
     }
 }
 
@@ -719,8 +725,7 @@ Test(q_plan, plan_cache_emptied_after_1000_writes)
 {
     tdb t;
     FOR_EACH_ENGINE(t) {
-        T_RUN(&t, "{\"createIndexes\": \"c\", \"indexes\": [{\"key\": {\"a\": 1}, \"name\": \"a_1\"}, "
-                  "{\"key\": {\"b\": 1}, \"name\": \"b_1\"}]}");
+        T_RUN(&t, "%s", AB_INDEXES);
         char docs[20000];
         size_t n = 0;
         n += (size_t)snprintf(docs + n, sizeof docs - n, "[");
@@ -731,25 +736,19 @@ Test(q_plan, plan_cache_emptied_after_1000_writes)
         T_RUN(&t, "{\"insert\": \"c\", \"documents\": %s}", docs);
         T_RUN(&t, "{\"planCacheClear\": \"c\"}"); /* and its write count */
         bson_destroy(T_OK(&t, "{\"find\": \"c\", \"filter\": {\"a\": 3, \"b\": 1}}"));
-        bson_t *r = T_OK(&t, "{\"planCacheListQueryShapes\": \"c\"}");
-        cr_assert_eq(t_len(r, "shapes"), 1, "[%s]", t.engine);
-        bson_destroy(r);
+        cr_assert_eq(cached_shapes(&t), 1, "[%s]", t.engine);
         /* 499 inserts, 498 updates and two deletes: 999 writes, kept */
         T_RUN(&t, "{\"insert\": \"c\", \"documents\": %s}", docs);
-        r = T_OK(&t, "{\"update\": \"c\", \"updates\": [{\"q\": {\"b\": 1}, \"u\": "
+        bson_t *r = T_OK(&t, "{\"update\": \"c\", \"updates\": [{\"q\": {\"b\": 1}, \"u\": "
                      "{\"$inc\": {\"x\": 1}}, \"multi\": true}]}");
         cr_assert_eq(t_i64(r, "nModified"), 498, "[%s]", t.engine);
         bson_destroy(r);
         for (int i = 0; i < 2; i++)
             T_RUN(&t, "{\"delete\": \"c\", \"deletes\": [{\"q\": {\"a\": 0}, \"limit\": 1}]}");
-        r = T_OK(&t, "{\"planCacheListQueryShapes\": \"c\"}");
-        cr_assert_eq(t_len(r, "shapes"), 1, "[%s] after 999 writes", t.engine);
-        bson_destroy(r);
+        cr_assert_eq(cached_shapes(&t), 1, "[%s] after 999 writes", t.engine);
         /* the thousandth empties it */
         T_RUN(&t, "{\"delete\": \"c\", \"deletes\": [{\"q\": {\"a\": 0}, \"limit\": 1}]}");
-        r = T_OK(&t, "{\"planCacheListQueryShapes\": \"c\"}");
-        cr_assert_eq(t_len(r, "shapes"), 0, "[%s] after 1000 writes", t.engine);
-        bson_destroy(r);
+        cr_assert_eq(cached_shapes(&t), 0, "[%s] after 1000 writes", t.engine);
     }
 }
 
@@ -762,8 +761,7 @@ Test(q_plan, trial_counts_a_blocking_sort_as_no_results)
 {
     tdb t;
     FOR_EACH_ENGINE(t) {
-        T_RUN(&t, "{\"createIndexes\": \"c\", \"indexes\": [{\"key\": {\"a\": 1}, \"name\": \"a_1\"}, "
-                  "{\"key\": {\"b\": 1}, \"name\": \"b_1\"}]}");
+        T_RUN(&t, "%s", AB_INDEXES);
         static char docs[64000];
         for (int k = 0; k < 16; k++) {
             size_t n = (size_t)snprintf(docs, sizeof docs, "[");
